@@ -2061,37 +2061,37 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
   wire \$11 ;
   wire \$12 ;
   wire \$13 ;
-  wire \$14 ;
-  wire [1:0] \$15 ;
-  wire [32:0] \$16 ;
-  wire \$17 ;
-  wire [1:0] \$18 ;
-  wire [32:0] \$19 ;
+  wire [1:0] \$14 ;
+  wire [32:0] \$15 ;
+  wire \$16 ;
+  wire [1:0] \$17 ;
+  wire [32:0] \$18 ;
+  wire [1:0] \$19 ;
   wire \$2 ;
-  wire [1:0] \$20 ;
-  wire [32:0] \$21 ;
-  wire \$22 ;
-  wire [1:0] \$23 ;
-  wire [32:0] \$24 ;
-  wire [1:0] \$25 ;
-  wire [32:0] \$26 ;
-  wire \$27 ;
-  wire [1:0] \$28 ;
-  wire [32:0] \$29 ;
+  wire [32:0] \$20 ;
+  wire \$21 ;
+  wire [1:0] \$22 ;
+  wire [32:0] \$23 ;
+  wire [1:0] \$24 ;
+  wire [32:0] \$25 ;
+  wire \$26 ;
+  wire [1:0] \$27 ;
+  wire [32:0] \$28 ;
+  wire [1:0] \$29 ;
   wire \$3 ;
-  wire [1:0] \$30 ;
-  wire [32:0] \$31 ;
-  wire \$32 ;
-  wire [1:0] \$33 ;
-  wire [32:0] \$34 ;
+  wire [32:0] \$30 ;
+  wire \$31 ;
+  wire [1:0] \$32 ;
+  wire [32:0] \$33 ;
+  wire \$34 ;
   wire \$35 ;
   wire \$36 ;
   wire \$37 ;
   wire \$38 ;
-  wire \$39 ;
+  wire [32:0] \$39 ;
   wire \$4 ;
-  wire [32:0] \$40 ;
-  reg [22:0] \$41 ;
+  reg [22:0] \$40 ;
+  reg [31:0] \$41 ;
   reg [31:0] \$42 ;
   reg [31:0] \$43 ;
   reg [31:0] \$44 ;
@@ -2099,16 +2099,15 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
   reg [31:0] \$46 ;
   reg [31:0] \$47 ;
   reg [31:0] \$48 ;
-  reg [31:0] \$49 ;
+  reg [22:0] \$49 ;
   wire \$5 ;
-  reg [22:0] \$50 ;
-  reg \$51 ;
-  reg [31:0] \$52 ;
-  reg [22:0] \$53 ;
-  reg [23:0] \$54 ;
-  reg [63:0] \$55 ;
+  reg \$50 ;
+  reg [31:0] \$51 ;
+  reg [22:0] \$52 ;
+  reg [23:0] \$53 ;
+  reg [63:0] \$54 ;
+  reg [22:0] \$55 ;
   reg [22:0] \$56 ;
-  reg [22:0] \$57 ;
   wire \$6 ;
   wire [7:0] \$7 ;
   wire [6:0] \$8 ;
@@ -2204,7 +2203,7 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
   wire [1:0] \port__addr$21 ;
   wire [1:0] \port__addr$25 ;
   wire [5:0] \port__addr$29 ;
-  wire [1:0] \port__addr$31 ;
+  wire [1:0] \port__addr$32 ;
   reg [1:0] \port__addr$44 ;
   reg [1:0] \port__addr$45 ;
   wire [63:0] port__data;
@@ -2500,41 +2499,40 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
     end
   end
   assign \port__data$38  = _3_;
-  assign \$40  = layer0_macs + 4'h8;
   always @(posedge clk)
-    slot_c1 <= \$41 ;
+    slot_c1 <= \$40 ;
   always @(posedge clk)
-    layer0_weights_reads <= \$42 ;
+    layer0_weights_reads <= \$41 ;
   always @(posedge clk)
-    layer0_weights_writes <= \$43 ;
+    layer0_weights_writes <= \$42 ;
   always @(posedge clk)
-    layer0_bias_reads <= \$44 ;
+    layer0_bias_reads <= \$43 ;
   always @(posedge clk)
-    layer0_bias_writes <= \$45 ;
+    layer0_bias_writes <= \$44 ;
   always @(posedge clk)
-    layer0_params_reads <= \$46 ;
+    layer0_params_reads <= \$45 ;
   always @(posedge clk)
-    layer0_params_writes <= \$47 ;
+    layer0_params_writes <= \$46 ;
   always @(posedge clk)
-    layer0_state_reads <= \$48 ;
+    layer0_state_reads <= \$47 ;
   always @(posedge clk)
-    layer0_state_writes <= \$49 ;
+    layer0_state_writes <= \$48 ;
   always @(posedge clk)
-    slot_c2 <= \$50 ;
+    slot_c2 <= \$49 ;
   always @(posedge clk)
-    use_acc2a <= \$51 ;
+    use_acc2a <= \$50 ;
   always @(posedge clk)
-    layer0_macs <= \$52 ;
+    layer0_macs <= \$51 ;
   always @(posedge clk)
-    slot_c2a <= \$53 ;
+    slot_c2a <= \$52 ;
   always @(posedge clk)
-    params <= \$54 ;
+    params <= \$53 ;
   always @(posedge clk)
-    state <= \$55 ;
+    state <= \$54 ;
   always @(posedge clk)
-    slot_c2b <= \$56 ;
+    slot_c2b <= \$55 ;
   always @(posedge clk)
-    \slot$64  <= \$57 ;
+    \slot$64  <= \$56 ;
   assign \$1  = ! config__payload[2:0];
   assign \$2  = config__valid & \$1 ;
   assign \port__en$13  = \$2  << config__payload[11:9];
@@ -2549,30 +2547,31 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
   assign \$10  = slot_c1[0] & \$9 ;
   assign \$12  = slot_c2[0] & slot_c2[9];
   assign weights = slot_c2[14] ? 64'h0000000000000000 : \port__data$38 ;
-  assign \$14  = slot_c2a[0] & slot_c2a[10];
-  assign \$15  = 1'h0 + port__en;
-  assign \$16  = layer0_weights_reads + \$15 ;
-  assign \$17  = | \port__en$13 ;
-  assign \$18  = 1'h0 + \$17 ;
-  assign \$19  = layer0_weights_writes + \$18 ;
-  assign \$20  = 1'h0 + \port__en$16 ;
-  assign \$21  = layer0_bias_reads + \$20 ;
-  assign \$22  = | \port__en$18 ;
-  assign \$23  = 1'h0 + \$22 ;
-  assign \$24  = layer0_bias_writes + \$23 ;
-  assign \$25  = 1'h0 + \port__en$20 ;
-  assign \$26  = layer0_params_reads + \$25 ;
-  assign \$27  = | \$7 [3:0];
-  assign \$28  = 1'h0 + \$27 ;
-  assign \$29  = layer0_params_writes + \$28 ;
-  assign \$30  = 1'h0 + \port__en$24 ;
-  assign \$31  = layer0_state_reads + \$30 ;
-  assign \$33  = 1'h0 + \$32 ;
-  assign \$34  = layer0_state_writes + \$33 ;
-  assign \$35  = ~ slot_c2[14];
-  assign \$36  = slot_c2[0] & \$35 ;
-  assign \$37  = | slot_c2[22:19];
-  assign \$38  = \$36  & \$37 ;
+  assign \$13  = slot_c2a[0] & slot_c2a[10];
+  assign \$14  = 1'h0 + port__en;
+  assign \$15  = layer0_weights_reads + \$14 ;
+  assign \$16  = | \port__en$13 ;
+  assign \$17  = 1'h0 + \$16 ;
+  assign \$18  = layer0_weights_writes + \$17 ;
+  assign \$19  = 1'h0 + \port__en$16 ;
+  assign \$20  = layer0_bias_reads + \$19 ;
+  assign \$21  = | \port__en$18 ;
+  assign \$22  = 1'h0 + \$21 ;
+  assign \$23  = layer0_bias_writes + \$22 ;
+  assign \$24  = 1'h0 + \port__en$20 ;
+  assign \$25  = layer0_params_reads + \$24 ;
+  assign \$26  = | \$7 [3:0];
+  assign \$27  = 1'h0 + \$26 ;
+  assign \$28  = layer0_params_writes + \$27 ;
+  assign \$29  = 1'h0 + \port__en$24 ;
+  assign \$30  = layer0_state_reads + \$29 ;
+  assign \$32  = 1'h0 + \$31 ;
+  assign \$33  = layer0_state_writes + \$32 ;
+  assign \$34  = ~ slot_c2[14];
+  assign \$35  = slot_c2[0] & \$34 ;
+  assign \$36  = | slot_c2[22:19];
+  assign \$37  = \$35  & \$36 ;
+  assign \$39  = layer0_macs + 4'h8;
   \accelerator.layer0.front.issue  issue (
     .clk(clk),
     .credit(credit),
@@ -2609,158 +2608,158 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \port__en$16  = 1'h0;
-    if (\$13 ) begin
+    if (\$12 ) begin
       \port__en$16  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \port__en$20  = 1'h0;
-    if (\$14 ) begin
+    if (\$13 ) begin
       \port__en$20  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \port__en$24  = 1'h0;
-    if (\$14 ) begin
+    if (\$13 ) begin
       \port__en$24  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \port__addr$44  = 2'h0;
-    if (\$14 ) begin
+    if (\$13 ) begin
       \port__addr$44  = slot_c2a[2:1];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \port__addr$45  = 2'h0;
-    if (\$14 ) begin
+    if (\$13 ) begin
       \port__addr$45  = slot_c2a[2:1];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$41  = slot;
+    \$40  = slot;
     if (rst) begin
-      \$41  = 23'h000000;
+      \$40  = 23'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$42  = \$16 [31:0];
+    \$41  = \$15 [31:0];
+    if (rst) begin
+      \$41  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$42  = \$18 [31:0];
     if (rst) begin
       \$42  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$43  = \$19 [31:0];
+    \$43  = \$20 [31:0];
     if (rst) begin
       \$43  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$44  = \$21 [31:0];
+    \$44  = \$23 [31:0];
     if (rst) begin
       \$44  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$45  = \$24 [31:0];
+    \$45  = \$25 [31:0];
     if (rst) begin
       \$45  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$46  = \$26 [31:0];
+    \$46  = \$28 [31:0];
     if (rst) begin
       \$46  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$47  = \$29 [31:0];
+    \$47  = \$30 [31:0];
     if (rst) begin
       \$47  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$48  = \$31 [31:0];
+    \$48  = \$33 [31:0];
     if (rst) begin
       \$48  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$49  = \$34 [31:0];
+    \$49  = slot_c1;
     if (rst) begin
-      \$49  = 32'd0;
+      \$49  = 23'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$50  = slot_c1;
+    \$50  = 1'h0;
     if (rst) begin
-      \$50  = 23'h000000;
+      \$50  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$51  = 1'h0;
+    \$51  = layer0_macs;
+    if (\$38 ) begin
+      \$51  = \$39 [31:0];
+    end
     if (rst) begin
-      \$51  = 1'h0;
+      \$51  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$52  = layer0_macs;
-    if (\$39 ) begin
-      \$52  = \$40 [31:0];
-    end
+    \$52  = slot_c2;
     if (rst) begin
-      \$52  = 32'd0;
+      \$52  = 23'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$53  = slot_c2;
+    \$53  = \port__data$60 ;
     if (rst) begin
-      \$53  = 23'h000000;
+      \$53  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$54  = \port__data$60 ;
+    \$54  = \port__data$62 ;
     if (rst) begin
-      \$54  = 24'h000000;
+      \$54  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$55  = \port__data$62 ;
+    \$55  = slot_c2a;
     if (rst) begin
-      \$55  = 64'h0000000000000000;
+      \$55  = 23'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$56  = slot_c2a;
+    \$56  = slot_c2b;
     if (rst) begin
       \$56  = 23'h000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$57  = slot_c2b;
-    if (rst) begin
-      \$57  = 23'h000000;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -2776,8 +2775,8 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
   assign \port__en$27  = state_write[2];
   assign \port__data$28  = state_write[66:3];
   assign \port__addr$29  = \$8 [5:0];
-  assign \port__addr$31  = slot_c2[2:1];
   assign use_acc = 1'h0;
+  assign \port__addr$32  = slot_c2[2:1];
   assign valid = slot_c2[0];
   assign first = slot_c2[9];
   assign value = slot_c2[22:19];
@@ -2936,9 +2935,8 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
   assign port__data[15:8] = config__payload[19:12];
   assign port__data[7:0] = config__payload[19:12];
   assign \$11  = \$10 ;
-  assign \$13  = \$12 ;
-  assign \$32  = state_write[2];
-  assign \$39  = \$38 ;
+  assign \$31  = state_write[2];
+  assign \$38  = \$37 ;
 endmodule
 
 (* generator = "Amaranth" *)
@@ -2956,77 +2954,78 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
   wire \$18 ;
   wire \$19 ;
   wire \$2 ;
-  wire [3:0] \$20 ;
-  wire [4:0] \$21 ;
-  wire \$22 ;
+  wire \$20 ;
+  wire [3:0] \$21 ;
+  wire [4:0] \$22 ;
   wire \$23 ;
-  wire [3:0] \$24 ;
+  wire \$24 ;
   wire [3:0] \$25 ;
-  wire [1:0] \$26 ;
-  wire [32:0] \$27 ;
-  wire \$28 ;
-  wire [1:0] \$29 ;
+  wire [3:0] \$26 ;
+  wire [1:0] \$27 ;
+  wire [32:0] \$28 ;
+  wire \$29 ;
   wire \$3 ;
-  wire [32:0] \$30 ;
-  wire \$31 ;
+  wire [1:0] \$30 ;
+  wire [32:0] \$31 ;
   wire \$32 ;
   wire \$33 ;
-  wire [4:0] \$34 ;
-  wire \$35 ;
+  wire \$34 ;
+  wire [4:0] \$35 ;
   wire \$36 ;
-  wire [32:0] \$37 ;
-  wire [4:0] \$38 ;
-  wire \$39 ;
+  wire \$37 ;
+  wire [32:0] \$38 ;
+  wire [4:0] \$39 ;
   wire [3:0] \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
-  wire [3:0] \$43 ;
-  reg [3:0] \$44 ;
-  wire \$45 ;
+  wire \$43 ;
+  wire [3:0] \$44 ;
+  reg [3:0] \$45 ;
   wire \$46 ;
-  wire [32:0] \$47 ;
-  wire \$48 ;
-  wire [32:0] \$49 ;
+  wire \$47 ;
+  wire [32:0] \$48 ;
+  wire \$49 ;
   wire [10:0] \$5 ;
-  wire \$50 ;
+  wire [32:0] \$50 ;
   wire \$51 ;
   wire \$52 ;
   wire \$53 ;
   wire \$54 ;
-  wire [2:0] \$55 ;
-  wire [6:0] \$56 ;
-  wire \$57 ;
+  wire \$55 ;
+  wire [2:0] \$56 ;
+  wire [6:0] \$57 ;
   wire \$58 ;
-  wire [32:0] \$59 ;
+  wire \$59 ;
   wire [10:0] \$6 ;
-  wire [4:0] \$60 ;
-  reg [31:0] \$61 ;
+  wire [32:0] \$60 ;
+  wire [4:0] \$61 ;
   reg [31:0] \$62 ;
-  reg [3:0] \$63 ;
-  reg [31:0] \$64 ;
-  reg [1:0] \$65 ;
-  reg [3:0] \$66 ;
+  reg [31:0] \$63 ;
+  reg [3:0] \$64 ;
+  reg [31:0] \$65 ;
+  reg [1:0] \$66 ;
   reg [3:0] \$67 ;
-  reg [1:0] \$68 ;
+  reg [3:0] \$68 ;
   reg [1:0] \$69 ;
   wire \$7 ;
-  reg \$70 ;
+  reg [1:0] \$70 ;
   reg \$71 ;
-  reg [22:0] \$72 ;
-  reg [2:0] \$73 ;
-  reg \$74 ;
-  reg [3:0] \$75 ;
-  reg [1:0] \$76 ;
-  reg [5:0] \$77 ;
-  reg [3:0] \$78 ;
-  reg \$79 ;
+  reg \$72 ;
+  reg [22:0] \$73 ;
+  reg [2:0] \$74 ;
+  reg \$75 ;
+  reg [3:0] \$76 ;
+  reg [1:0] \$77 ;
+  reg [5:0] \$78 ;
+  reg [3:0] \$79 ;
   wire \$8 ;
   reg \$80 ;
-  reg [31:0] \$81 ;
+  reg \$81 ;
   reg [31:0] \$82 ;
-  reg \$83 ;
-  reg [31:0] \$84 ;
+  reg [31:0] \$83 ;
+  reg \$84 ;
+  reg [31:0] \$85 ;
   wire \$9 ;
   reg [1:0] \$signal  = 2'h0;
   reg [1:0] \$signal$32  = 2'h0;
@@ -3154,98 +3153,99 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
     end
   end
   assign rd__data = _0_;
-  assign \$11  = | slot;
-  assign \$14  = \$13  | credit;
-  assign \$15  = ~ seq_end;
-  assign \$16  = \$14  | \$15 ;
-  assign issue = busy & \$16 ;
-  assign \$17  = ! slot;
-  assign \$18  = issue & \$17 ;
-  assign starting = \$19  & seq_end;
-  assign \$20  = rbank ? 4'hf : 4'h0;
-  assign \$21  = \$20  + slot;
-  assign \$22  = | n_items;
-  assign \$24  = meta[14] ? 4'h0 : rd__data[3:0];
-  assign \$25  = meta[14] ? 4'h0 : rd__data[7:4];
-  assign \$26  = 1'h0 + rd__en;
-  assign \$27  = layer0_items_reads + \$26 ;
-  assign \$29  = 1'h0 + \$28 ;
-  assign \$30  = layer0_items_writes + \$29 ;
-  assign \$31  = \$signal  >> wbank;
-  assign \$32  = ~ \$31 ;
-  assign \$33  = items__valid & \$32 ;
-  assign \$34  = wcount + 1'h1;
-  assign \$35  = ~ stored;
-  assign \$36  = nonzero & \$35 ;
-  assign \$37  = layer0_item_overflows + 1'h1;
-  assign \$38  = wcount + stored;
-  assign \$39  = ~ wbank;
-  assign \$40  = ~ busy;
-  assign \$41  = | drain;
-  assign \$42  = \$signal  >> rbank;
-  assign \$43  = drain - 1'h1;
-  assign \$45  = \$signal$32  >> rbank;
-  assign \$46  = \$signal$34  >> rbank;
-  assign \$47  = layer0_busy_cycles + 1'h1;
-  assign \$48  = ~ issue;
-  assign \$49  = layer0_stall_cycles + 1'h1;
-  assign \$50  = ! slot;
-  assign \$52  = group == 2'h3;
-  assign \$53  = ! n_items;
-  assign \$55  = group + 1'h1;
-  assign \$56  = base + 4'hf;
-  assign \$57  = group == 2'h3;
-  assign \$58  = ~ rbank;
-  assign \$59  = layer0_steps + 1'h1;
-  assign \$60  = slot + 1'h1;
+  assign last_slot = \$10  >= n_items;
+  assign \$12  = | slot;
+  assign \$15  = \$14  | credit;
+  assign \$16  = ~ seq_end;
+  assign \$17  = \$15  | \$16 ;
+  assign issue = \$11  & \$17 ;
+  assign \$18  = ! slot;
+  assign \$19  = issue & \$18 ;
+  assign starting = \$20  & seq_end;
+  assign \$21  = rbank ? 4'hf : 4'h0;
+  assign \$22  = \$21  + slot;
+  assign \$23  = | n_items;
+  assign \$25  = meta[14] ? 4'h0 : rd__data[3:0];
+  assign \$26  = meta[14] ? 4'h0 : rd__data[7:4];
+  assign \$27  = 1'h0 + rd__en;
+  assign \$28  = layer0_items_reads + \$27 ;
+  assign \$30  = 1'h0 + \$29 ;
+  assign \$31  = layer0_items_writes + \$30 ;
+  assign \$32  = \$signal  >> wbank;
+  assign \$33  = ~ \$32 ;
+  assign \$34  = items__valid & \$33 ;
+  assign \$35  = wcount + 1'h1;
+  assign \$36  = ~ stored;
+  assign \$37  = nonzero & \$36 ;
+  assign \$38  = layer0_item_overflows + 1'h1;
+  assign \$39  = wcount + stored;
+  assign \$40  = ~ wbank;
+  assign \$41  = ~ busy;
+  assign \$42  = | drain;
+  assign \$43  = \$signal  >> rbank;
+  assign \$44  = drain - 1'h1;
+  assign \$46  = \$signal$32  >> rbank;
+  assign \$47  = \$signal$34  >> rbank;
+  assign \$48  = layer0_busy_cycles + 1'h1;
+  assign \$49  = ~ issue;
+  assign \$50  = layer0_stall_cycles + 1'h1;
+  assign \$51  = ! slot;
+  assign \$53  = group == 2'h3;
+  assign \$54  = ! n_items;
+  assign \$56  = group + 1'h1;
+  assign \$57  = base + 4'hf;
+  assign \$58  = group == 2'h3;
+  assign \$59  = ~ rbank;
+  assign \$60  = layer0_steps + 1'h1;
+  assign \$61  = slot + 1'h1;
   always @(posedge clk)
-    layer0_items_reads <= \$61 ;
+    layer0_items_reads <= \$62 ;
   always @(posedge clk)
-    layer0_items_writes <= \$62 ;
+    layer0_items_writes <= \$63 ;
   always @(posedge clk)
-    wcount <= \$63 ;
+    wcount <= \$64 ;
   always @(posedge clk)
-    layer0_item_overflows <= \$64 ;
+    layer0_item_overflows <= \$65 ;
   always @(posedge clk)
-    \$signal  <= \$65 ;
+    \$signal  <= \$66 ;
   always @(posedge clk)
-    bank0_count <= \$66 ;
+    bank0_count <= \$67 ;
   always @(posedge clk)
-    bank1_count <= \$67 ;
+    bank1_count <= \$68 ;
   always @(posedge clk)
-    \$signal$32  <= \$68 ;
+    \$signal$32  <= \$69 ;
   always @(posedge clk)
-    \$signal$34  <= \$69 ;
+    \$signal$34  <= \$70 ;
   always @(posedge clk)
-    next_first <= \$70 ;
+    next_first <= \$71 ;
   always @(posedge clk)
-    wbank <= \$71 ;
+    wbank <= \$72 ;
   always @(posedge clk)
-    meta <= \$72 ;
+    meta <= \$73 ;
   always @(posedge clk)
-    drain <= \$73 ;
+    drain <= \$74 ;
   always @(posedge clk)
-    busy <= \$74 ;
+    busy <= \$75 ;
   always @(posedge clk)
-    n_items <= \$75 ;
+    n_items <= \$76 ;
   always @(posedge clk)
-    group <= \$76 ;
+    group <= \$77 ;
   always @(posedge clk)
-    base <= \$77 ;
+    base <= \$78 ;
   always @(posedge clk)
-    slot <= \$78 ;
+    slot <= \$79 ;
   always @(posedge clk)
-    seq_first <= \$79 ;
+    seq_first <= \$80 ;
   always @(posedge clk)
-    seq_end <= \$80 ;
+    seq_end <= \$81 ;
   always @(posedge clk)
-    layer0_busy_cycles <= \$81 ;
+    layer0_busy_cycles <= \$82 ;
   always @(posedge clk)
-    layer0_stall_cycles <= \$82 ;
+    layer0_stall_cycles <= \$83 ;
   always @(posedge clk)
-    rbank <= \$83 ;
+    rbank <= \$84 ;
   always @(posedge clk)
-    layer0_steps <= \$84 ;
+    layer0_steps <= \$85 ;
   assign \$1  = \$signal  >> wbank;
   assign \$2  = ~ \$1 ;
   assign nonzero = | items__payload[7:4];
@@ -3258,22 +3258,21 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
   assign \$8  = ~ \$7 ;
   assign \$9  = items__valid & \$8 ;
   assign \$10  = slot + 1'h1;
-  assign last_slot = \$10  >= n_items;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
-          \$44  = bank0_count;
+          \$45  = bank0_count;
       1'h1:
-          \$44  = bank1_count;
+          \$45  = bank1_count;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     rd__en = 1'h0;
     if (issue) begin
-      rd__en = \$23 ;
+      rd__en = \$24 ;
     end
   end
   always @* begin
@@ -3289,107 +3288,89 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     rd__addr = 5'h00;
     if (issue) begin
-      rd__addr = \$21 ;
+      rd__addr = \$22 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$61  = \$27 [31:0];
-    if (rst) begin
-      \$61  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$62  = \$30 [31:0];
+    \$62  = \$28 [31:0];
     if (rst) begin
       \$62  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$63  = wcount;
-    if (\$33 ) begin
+    \$63  = \$31 [31:0];
+    if (rst) begin
+      \$63  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$64  = wcount;
+    if (\$34 ) begin
       if (stored) begin
-        \$63  = \$34 [3:0];
+        \$64  = \$35 [3:0];
       end
       if (items__payload[8]) begin
-        \$63  = 4'h0;
+        \$64  = 4'h0;
       end
     end
     if (rst) begin
-      \$63  = 4'h0;
+      \$64  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$64  = layer0_item_overflows;
-    if (\$33 ) begin
-      if (\$36 ) begin
-        \$64  = \$37 [31:0];
+    \$65  = layer0_item_overflows;
+    if (\$34 ) begin
+      if (\$37 ) begin
+        \$65  = \$38 [31:0];
       end
     end
     if (rst) begin
-      \$64  = 32'd0;
+      \$65  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$65  = \$signal ;
-    if (\$33 ) begin
+    \$66  = \$signal ;
+    if (\$34 ) begin
       if (items__payload[8]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$65 [0] = 1'h1;
+              \$66 [0] = 1'h1;
           1'h1:
-              \$65 [1] = 1'h1;
+              \$66 [1] = 1'h1;
         endcase
       end
     end
     if (issue) begin
-      if (\$54 ) begin
-        if (\$57 ) begin
+      if (\$55 ) begin
+        if (\$58 ) begin
           (* full_case = 32'd1 *)
           casez (rbank)
             1'h0:
-                \$65 [0] = 1'h0;
+                \$66 [0] = 1'h0;
             1'h1:
-                \$65 [1] = 1'h0;
+                \$66 [1] = 1'h0;
           endcase
         end
       end
     end
     if (rst) begin
-      \$65  = 2'h0;
+      \$66  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$66  = bank0_count;
-    if (\$33 ) begin
+    \$67  = bank0_count;
+    if (\$34 ) begin
       if (items__payload[8]) begin
         casez (wbank)
           1'h0:
-              \$66  = \$38 [3:0];
-        endcase
-      end
-    end
-    if (rst) begin
-      \$66  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$67  = bank1_count;
-    if (\$33 ) begin
-      if (items__payload[8]) begin
-        (* full_case = 32'd1 *)
-        casez (wbank)
-          1'h0:
-              /* empty */;
-          1'h1:
-              \$67  = \$38 [3:0];
+              \$67  = \$39 [3:0];
         endcase
       end
     end
@@ -3399,33 +3380,33 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$68  = \$signal$32 ;
-    if (\$33 ) begin
+    \$68  = bank1_count;
+    if (\$34 ) begin
       if (items__payload[8]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$68 [0] = next_first;
+              /* empty */;
           1'h1:
-              \$68 [1] = next_first;
+              \$68  = \$39 [3:0];
         endcase
       end
     end
     if (rst) begin
-      \$68  = 2'h0;
+      \$68  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$69  = \$signal$34 ;
-    if (\$33 ) begin
+    \$69  = \$signal$32 ;
+    if (\$34 ) begin
       if (items__payload[8]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$69 [0] = items__payload[9];
+              \$69 [0] = next_first;
           1'h1:
-              \$69 [1] = items__payload[9];
+              \$69 [1] = next_first;
         endcase
       end
     end
@@ -3435,174 +3416,179 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$70  = next_first;
-    if (\$33 ) begin
+    \$70  = \$signal$34 ;
+    if (\$34 ) begin
       if (items__payload[8]) begin
-        \$70  = items__payload[9];
+        (* full_case = 32'd1 *)
+        casez (wbank)
+          1'h0:
+              \$70 [0] = items__payload[9];
+          1'h1:
+              \$70 [1] = items__payload[9];
+        endcase
       end
     end
     if (rst) begin
-      \$70  = 1'h1;
+      \$70  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$71  = wbank;
-    if (\$33 ) begin
+    \$71  = next_first;
+    if (\$34 ) begin
       if (items__payload[8]) begin
-        \$71  = \$39 ;
+        \$71  = items__payload[9];
       end
     end
     if (rst) begin
-      \$71  = 1'h0;
+      \$71  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$72 [22:1] = meta[22:1];
-    \$72 [0] = issue;
-    if (issue) begin
-      \$72 [2:1] = group;
-      \$72 [8:3] = base;
-      \$72 [9] = \$50 ;
-      \$72 [10] = \$51 ;
-      \$72 [11] = \$52 ;
-      \$72 [12] = seq_first;
-      \$72 [13] = seq_end;
-      \$72 [14] = \$53 ;
+    \$72  = wbank;
+    if (\$34 ) begin
+      if (items__payload[8]) begin
+        \$72  = \$40 ;
+      end
     end
     if (rst) begin
-      \$72  = 23'h000000;
+      \$72  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$73  = drain;
-    if (\$40 ) begin
-      if (\$41 ) begin
-        \$73  = \$43 [2:0];
+    \$73 [22:1] = meta[22:1];
+    \$73 [0] = issue;
+    if (issue) begin
+      \$73 [2:1] = group;
+      \$73 [8:3] = base;
+      \$73 [9] = \$51 ;
+      \$73 [10] = \$52 ;
+      \$73 [11] = \$53 ;
+      \$73 [12] = seq_first;
+      \$73 [13] = seq_end;
+      \$73 [14] = \$54 ;
+    end
+    if (rst) begin
+      \$73  = 23'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$74  = drain;
+    if (\$41 ) begin
+      if (\$42 ) begin
+        \$74  = \$44 [2:0];
       end
     end
     if (issue) begin
-      if (\$54 ) begin
-        if (\$57 ) begin
-          \$73  = 3'h0;
+      if (\$55 ) begin
+        if (\$58 ) begin
+          \$74  = 3'h0;
         end
       end
     end
     if (rst) begin
-      \$73  = 3'h0;
+      \$74  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$74  = busy;
-    if (\$40 ) begin
-      if (\$41 ) begin
-      end else if (\$42 ) begin
-        \$74  = 1'h1;
+    \$75  = busy;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
+        \$75  = 1'h1;
       end
     end
     if (issue) begin
-      if (\$54 ) begin
-        if (\$57 ) begin
-          \$74  = 1'h0;
+      if (\$55 ) begin
+        if (\$58 ) begin
+          \$75  = 1'h0;
         end
       end
     end
     if (rst) begin
-      \$74  = 1'h0;
+      \$75  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$75  = n_items;
-    if (\$40 ) begin
-      if (\$41 ) begin
-      end else if (\$42 ) begin
-        \$75  = \$44 ;
+    \$76  = n_items;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
+        \$76  = \$45 ;
       end
     end
     if (rst) begin
-      \$75  = 4'h0;
+      \$76  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$76  = group;
-    if (\$40 ) begin
-      if (\$41 ) begin
-      end else if (\$42 ) begin
-        \$76  = 2'h0;
+    \$77  = group;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
+        \$77  = 2'h0;
       end
     end
     if (issue) begin
-      if (\$54 ) begin
-        \$76  = \$55 [1:0];
+      if (\$55 ) begin
+        \$77  = \$56 [1:0];
       end
     end
     if (rst) begin
-      \$76  = 2'h0;
+      \$77  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$77  = base;
-    if (\$40 ) begin
-      if (\$41 ) begin
-      end else if (\$42 ) begin
-        \$77  = 6'h00;
+    \$78  = base;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
+        \$78  = 6'h00;
       end
     end
     if (issue) begin
-      if (\$54 ) begin
-        \$77  = \$56 [5:0];
+      if (\$55 ) begin
+        \$78  = \$57 [5:0];
       end
     end
     if (rst) begin
-      \$77  = 6'h00;
+      \$78  = 6'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$78  = slot;
-    if (\$40 ) begin
-      if (\$41 ) begin
-      end else if (\$42 ) begin
-        \$78  = 4'h0;
+    \$79  = slot;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
+        \$79  = 4'h0;
       end
     end
     if (issue) begin
       (* full_case = 32'd1 *)
-      if (\$54 ) begin
-        \$78  = 4'h0;
+      if (\$55 ) begin
+        \$79  = 4'h0;
       end else if (1'h1) begin
-        \$78  = \$60 [3:0];
+        \$79  = \$61 [3:0];
       end
     end
     if (rst) begin
-      \$78  = 4'h0;
+      \$79  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$79  = seq_first;
-    if (\$40 ) begin
-      if (\$41 ) begin
-      end else if (\$42 ) begin
-        \$79  = \$45 ;
-      end
-    end
-    if (rst) begin
-      \$79  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$80  = seq_end;
-    if (\$40 ) begin
-      if (\$41 ) begin
-      end else if (\$42 ) begin
+    \$80  = seq_first;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
         \$80  = \$46 ;
       end
     end
@@ -3612,25 +3598,24 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$81  = layer0_busy_cycles;
-    (* full_case = 32'd1 *)
-    if (\$40 ) begin
-    end else begin
-      \$81  = \$47 [31:0];
+    \$81  = seq_end;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
+        \$81  = \$47 ;
+      end
     end
     if (rst) begin
-      \$81  = 32'd0;
+      \$81  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$82  = layer0_stall_cycles;
+    \$82  = layer0_busy_cycles;
     (* full_case = 32'd1 *)
-    if (\$40 ) begin
+    if (\$41 ) begin
     end else begin
-      if (\$48 ) begin
-        \$82  = \$49 [31:0];
-      end
+      \$82  = \$48 [31:0];
     end
     if (rst) begin
       \$82  = 32'd0;
@@ -3638,30 +3623,44 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$83  = rbank;
-    if (issue) begin
-      if (\$54 ) begin
-        if (\$57 ) begin
-          \$83  = \$58 ;
-        end
+    \$83  = layer0_stall_cycles;
+    (* full_case = 32'd1 *)
+    if (\$41 ) begin
+    end else begin
+      if (\$49 ) begin
+        \$83  = \$50 [31:0];
       end
     end
     if (rst) begin
-      \$83  = 1'h0;
+      \$83  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$84  = layer0_steps;
+    \$84  = rbank;
     if (issue) begin
-      if (\$54 ) begin
-        if (\$57 ) begin
-          \$84  = \$59 [31:0];
+      if (\$55 ) begin
+        if (\$58 ) begin
+          \$84  = \$59 ;
         end
       end
     end
     if (rst) begin
-      \$84  = 32'd0;
+      \$84  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$85  = layer0_steps;
+    if (issue) begin
+      if (\$55 ) begin
+        if (\$58 ) begin
+          \$85  = \$60 [31:0];
+        end
+      end
+    end
+    if (rst) begin
+      \$85  = 32'd0;
     end
   end
   assign wr__data = \$6 [7:0];
@@ -3691,8 +3690,8 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
   assign \meta.empty  = meta[14];
   assign \meta.index  = meta[18:15];
   assign \meta.value  = meta[22:19];
-  assign \slot$22 [22:19] = \$25 ;
-  assign \slot$22 [18:15] = \$24 ;
+  assign \slot$22 [22:19] = \$26 ;
+  assign \slot$22 [18:15] = \$25 ;
   assign \slot$22 [14] = meta[14];
   assign \slot$22 [13] = meta[13];
   assign \slot$22 [12] = meta[12];
@@ -3704,13 +3703,14 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
   assign \slot$22 [0] = meta[0];
   assign items__ready = \$2 ;
   assign \$5  = { 3'h0, items__payload[7:4], 4'h0 };
-  assign \$12  = 1'h0;
-  assign \$13  = \$11 ;
-  assign \$19  = \$18 ;
-  assign \$23  = \$22 ;
-  assign \$28  = wr__en;
-  assign \$51  = last_slot;
-  assign \$54  = last_slot;
+  assign \$11  = busy;
+  assign \$13  = 1'h0;
+  assign \$14  = \$12 ;
+  assign \$20  = \$19 ;
+  assign \$24  = \$23 ;
+  assign \$29  = wr__en;
+  assign \$52  = last_slot;
+  assign \$55  = last_slot;
 endmodule
 
 (* generator = "Amaranth" *)
@@ -5497,40 +5497,39 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
-  wire \$12 ;
-  wire [1:0] \$13 ;
-  wire [32:0] \$14 ;
-  wire \$15 ;
-  wire [1:0] \$16 ;
-  wire [32:0] \$17 ;
-  wire [1:0] \$18 ;
-  wire [32:0] \$19 ;
+  wire [1:0] \$12 ;
+  wire [32:0] \$13 ;
+  wire \$14 ;
+  wire [1:0] \$15 ;
+  wire [32:0] \$16 ;
+  wire [1:0] \$17 ;
+  wire [32:0] \$18 ;
+  wire \$19 ;
   wire \$2 ;
-  wire \$20 ;
-  wire [1:0] \$21 ;
-  wire [32:0] \$22 ;
+  wire [1:0] \$20 ;
+  wire [32:0] \$21 ;
+  wire \$22 ;
   wire \$23 ;
   wire \$24 ;
   wire \$25 ;
   wire \$26 ;
   wire \$27 ;
-  wire \$28 ;
-  wire [2:0] \$29 ;
+  wire [2:0] \$28 ;
+  wire [3:0] \$29 ;
   wire [7:0] \$3 ;
-  wire [3:0] \$30 ;
-  wire [32:0] \$31 ;
-  reg [35:0] \$32 ;
+  wire [32:0] \$30 ;
+  reg [35:0] \$31 ;
+  reg [31:0] \$32 ;
   reg [31:0] \$33 ;
   reg [31:0] \$34 ;
   reg [31:0] \$35 ;
-  reg [31:0] \$36 ;
-  reg [35:0] \$37 ;
-  reg \$38 ;
-  reg [31:0] \$39 ;
+  reg [35:0] \$36 ;
+  reg \$37 ;
+  reg [31:0] \$38 ;
+  reg [35:0] \$39 ;
   wire \$4 ;
   reg [35:0] \$40 ;
   reg [35:0] \$41 ;
-  reg [35:0] \$42 ;
   wire \$5 ;
   wire [7:0] \$6 ;
   wire [7:0] \$7 ;
@@ -5581,7 +5580,7 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   wire [5:0] port__addr;
   wire [1:0] \port__addr$17 ;
   wire [5:0] \port__addr$20 ;
-  wire [1:0] \port__addr$22 ;
+  wire [1:0] \port__addr$23 ;
   wire [31:0] port__data;
   wire [79:0] \port__data$19 ;
   wire [31:0] \port__data$29 ;
@@ -5813,13 +5812,11 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   end
   assign \port__data$29  = _1_;
   always @(posedge clk)
-    readout_macs <= \$39 ;
+    slot_c2a <= \$39 ;
   always @(posedge clk)
-    slot_c2a <= \$40 ;
+    slot_c2b <= \$40 ;
   always @(posedge clk)
-    slot_c2b <= \$41 ;
-  always @(posedge clk)
-    \slot$45  <= \$42 ;
+    \slot$45  <= \$41 ;
   assign \$1  = config__payload[2:0] == 2'h3;
   assign \$2  = config__valid & \$1 ;
   assign \$3  = \$2  << config__payload[11:9];
@@ -5831,38 +5828,40 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   assign \$9  = slot_c1[0] & \$8 ;
   assign \$11  = slot_c2[0] & slot_c2[10];
   assign weights = slot_c2[15] ? 32'd0 : \port__data$29 ;
-  assign \$13  = 1'h0 + port__en;
-  assign \$14  = readout_weights_reads + \$13 ;
-  assign \$15  = | \$3 [3:0];
-  assign \$16  = 1'h0 + \$15 ;
-  assign \$17  = readout_weights_writes + \$16 ;
-  assign \$18  = 1'h0 + \port__en$16 ;
-  assign \$19  = readout_bias_reads + \$18 ;
-  assign \$20  = | \$6 [3:0];
-  assign \$21  = 1'h0 + \$20 ;
-  assign \$22  = readout_bias_writes + \$21 ;
-  assign \$23  = ~ slot_c2[15];
-  assign \$24  = slot_c2[0] & \$23 ;
-  assign \$25  = | slot_c2[35:20];
-  assign \$26  = \$24  & \$25 ;
-  assign \$28  = slot_c2[2:1] == 2'h3;
-  assign \$29  = \$28  ? 3'h3 : 3'h4;
-  assign \$30  = \$29  * 1'h1;
-  assign \$31  = readout_macs + \$30 ;
+  assign \$12  = 1'h0 + port__en;
+  assign \$13  = readout_weights_reads + \$12 ;
+  assign \$14  = | \$3 [3:0];
+  assign \$15  = 1'h0 + \$14 ;
+  assign \$16  = readout_weights_writes + \$15 ;
+  assign \$17  = 1'h0 + \port__en$16 ;
+  assign \$18  = readout_bias_reads + \$17 ;
+  assign \$19  = | \$6 [3:0];
+  assign \$20  = 1'h0 + \$19 ;
+  assign \$21  = readout_bias_writes + \$20 ;
+  assign \$22  = ~ slot_c2[15];
+  assign \$23  = slot_c2[0] & \$22 ;
+  assign \$24  = | slot_c2[35:20];
+  assign \$25  = \$23  & \$24 ;
+  assign \$27  = slot_c2[2:1] == 2'h3;
+  assign \$28  = \$27  ? 3'h3 : 3'h4;
+  assign \$29  = \$28  * 1'h1;
+  assign \$30  = readout_macs + \$29 ;
   always @(posedge clk)
-    slot_c1 <= \$32 ;
+    slot_c1 <= \$31 ;
   always @(posedge clk)
-    readout_weights_reads <= \$33 ;
+    readout_weights_reads <= \$32 ;
   always @(posedge clk)
-    readout_weights_writes <= \$34 ;
+    readout_weights_writes <= \$33 ;
   always @(posedge clk)
-    readout_bias_reads <= \$35 ;
+    readout_bias_reads <= \$34 ;
   always @(posedge clk)
-    readout_bias_writes <= \$36 ;
+    readout_bias_writes <= \$35 ;
   always @(posedge clk)
-    slot_c2 <= \$37 ;
+    slot_c2 <= \$36 ;
   always @(posedge clk)
-    use_acc2a <= \$38 ;
+    use_acc2a <= \$37 ;
+  always @(posedge clk)
+    readout_macs <= \$38 ;
   \accelerator.readout.front.issue  issue (
     .clk(clk),
     .credit(credit),
@@ -5891,33 +5890,23 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$39  = readout_macs;
-    if (\$27 ) begin
-      \$39  = \$31 [31:0];
-    end
+    \$39  = slot_c2;
     if (rst) begin
-      \$39  = 32'd0;
+      \$39  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$40  = slot_c2;
+    \$40  = slot_c2a;
     if (rst) begin
       \$40  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$41  = slot_c2a;
+    \$41  = slot_c2b;
     if (rst) begin
       \$41  = 36'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$42  = slot_c2b;
-    if (rst) begin
-      \$42  = 36'h000000000;
     end
   end
   always @* begin
@@ -5930,57 +5919,67 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \port__en$16  = 1'h0;
-    if (\$12 ) begin
+    if (\$11 ) begin
       \port__en$16  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$32  = slot;
+    \$31  = slot;
     if (rst) begin
-      \$32  = 36'h000000000;
+      \$31  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$33  = \$14 [31:0];
+    \$32  = \$13 [31:0];
+    if (rst) begin
+      \$32  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$33  = \$16 [31:0];
     if (rst) begin
       \$33  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$34  = \$17 [31:0];
+    \$34  = \$18 [31:0];
     if (rst) begin
       \$34  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$35  = \$19 [31:0];
+    \$35  = \$21 [31:0];
     if (rst) begin
       \$35  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$36  = \$22 [31:0];
+    \$36  = slot_c1;
     if (rst) begin
-      \$36  = 32'd0;
+      \$36  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$37  = slot_c1;
+    \$37  = 1'h0;
     if (rst) begin
-      \$37  = 36'h000000000;
+      \$37  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$38  = 1'h0;
+    \$38  = readout_macs;
+    if (\$26 ) begin
+      \$38  = \$30 [31:0];
+    end
     if (rst) begin
-      \$38  = 1'h0;
+      \$38  = 32'd0;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -5993,8 +5992,8 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   assign \port__addr$17  = config__payload[4:3];
   assign \port__en$18  = \$6 [3:0];
   assign \port__addr$20  = \$7 [5:0];
-  assign \port__addr$22  = slot_c2[2:1];
   assign use_acc = 1'h0;
+  assign \port__addr$23  = slot_c2[2:1];
   assign valid = slot_c2[0];
   assign first = slot_c2[10];
   assign value = slot_c2[35:20];
@@ -6106,8 +6105,7 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   assign port__data[15:8] = config__payload[19:12];
   assign port__data[7:0] = config__payload[19:12];
   assign \$10  = \$9 ;
-  assign \$12  = \$11 ;
-  assign \$27  = \$26 ;
+  assign \$26  = \$25 ;
 endmodule
 
 (* generator = "Amaranth" *)
@@ -6126,77 +6124,78 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   wire \$19 ;
   wire \$2 ;
   wire \$20 ;
-  wire [4:0] \$21 ;
-  wire [5:0] \$22 ;
-  wire \$23 ;
+  wire \$21 ;
+  wire [4:0] \$22 ;
+  wire [5:0] \$23 ;
   wire \$24 ;
-  wire [3:0] \$25 ;
-  wire [15:0] \$26 ;
-  wire [1:0] \$27 ;
-  wire [32:0] \$28 ;
-  wire \$29 ;
+  wire \$25 ;
+  wire [3:0] \$26 ;
+  wire [15:0] \$27 ;
+  wire [1:0] \$28 ;
+  wire [32:0] \$29 ;
   wire \$3 ;
-  wire [1:0] \$30 ;
-  wire [32:0] \$31 ;
-  wire \$32 ;
+  wire \$30 ;
+  wire [1:0] \$31 ;
+  wire [32:0] \$32 ;
   wire \$33 ;
   wire \$34 ;
-  wire [5:0] \$35 ;
-  wire \$36 ;
+  wire \$35 ;
+  wire [5:0] \$36 ;
   wire \$37 ;
-  wire [32:0] \$38 ;
-  wire [5:0] \$39 ;
+  wire \$38 ;
+  wire [32:0] \$39 ;
   wire [4:0] \$4 ;
-  wire \$40 ;
+  wire [5:0] \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
-  wire [3:0] \$44 ;
-  reg [4:0] \$45 ;
-  wire \$46 ;
+  wire \$44 ;
+  wire [3:0] \$45 ;
+  reg [4:0] \$46 ;
   wire \$47 ;
-  wire [32:0] \$48 ;
-  wire \$49 ;
+  wire \$48 ;
+  wire [32:0] \$49 ;
   wire [5:0] \$5 ;
-  wire [32:0] \$50 ;
-  wire \$51 ;
+  wire \$50 ;
+  wire [32:0] \$51 ;
   wire \$52 ;
   wire \$53 ;
   wire \$54 ;
   wire \$55 ;
-  wire [2:0] \$56 ;
-  wire [7:0] \$57 ;
-  wire \$58 ;
+  wire \$56 ;
+  wire [2:0] \$57 ;
+  wire [7:0] \$58 ;
   wire \$59 ;
   wire [22:0] \$6 ;
-  wire [32:0] \$60 ;
-  wire [5:0] \$61 ;
-  reg [31:0] \$62 ;
+  wire \$60 ;
+  wire [32:0] \$61 ;
+  wire [5:0] \$62 ;
   reg [31:0] \$63 ;
-  reg [4:0] \$64 ;
-  reg [31:0] \$65 ;
-  reg [1:0] \$66 ;
-  reg [4:0] \$67 ;
+  reg [31:0] \$64 ;
+  reg [4:0] \$65 ;
+  reg [31:0] \$66 ;
+  reg [1:0] \$67 ;
   reg [4:0] \$68 ;
-  reg [1:0] \$69 ;
+  reg [4:0] \$69 ;
   wire [22:0] \$7 ;
   reg [1:0] \$70 ;
-  reg \$71 ;
+  reg [1:0] \$71 ;
   reg \$72 ;
-  reg [35:0] \$73 ;
-  reg [2:0] \$74 ;
-  reg \$75 ;
-  reg [4:0] \$76 ;
-  reg [1:0] \$77 ;
-  reg [6:0] \$78 ;
-  reg [4:0] \$79 ;
+  reg \$73 ;
+  reg [35:0] \$74 ;
+  reg [2:0] \$75 ;
+  reg \$76 ;
+  reg [4:0] \$77 ;
+  reg [1:0] \$78 ;
+  reg [6:0] \$79 ;
   wire \$8 ;
-  reg \$80 ;
+  reg [4:0] \$80 ;
   reg \$81 ;
-  reg [31:0] \$82 ;
+  reg \$82 ;
   reg [31:0] \$83 ;
-  reg \$84 ;
-  reg [31:0] \$85 ;
+  reg [31:0] \$84 ;
+  reg \$85 ;
+  reg [31:0] \$86 ;
   wire \$9 ;
   reg [1:0] \$signal  = 2'h0;
   reg [1:0] \$signal$31  = 2'h0;
@@ -6326,96 +6325,97 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     end
   end
   assign rd__data = _0_;
+  assign \$11  = slot + 1'h1;
   assign last_slot = \$11  >= n_items;
-  assign \$12  = | slot;
-  assign \$15  = \$14  | credit;
-  assign issue = busy & \$17 ;
-  assign \$18  = ! slot;
-  assign \$19  = issue & \$18 ;
-  assign \$21  = rbank ? 5'h10 : 5'h00;
-  assign \$22  = \$21  + slot;
-  assign \$23  = | n_items;
-  assign \$25  = meta[15] ? 4'h0 : rd__data[3:0];
-  assign \$26  = meta[15] ? 16'h0000 : rd__data[19:4];
-  assign \$27  = 1'h0 + rd__en;
-  assign \$28  = readout_items_reads + \$27 ;
-  assign \$30  = 1'h0 + \$29 ;
-  assign \$31  = readout_items_writes + \$30 ;
-  assign \$32  = \$signal  >> wbank;
-  assign \$33  = ~ \$32 ;
-  assign \$34  = items__valid & \$33 ;
-  assign \$35  = wcount + 1'h1;
-  assign \$36  = ~ stored;
-  assign \$37  = nonzero & \$36 ;
-  assign \$38  = readout_item_overflows + 1'h1;
-  assign \$39  = wcount + stored;
-  assign \$40  = ~ wbank;
-  assign \$41  = ~ busy;
-  assign \$42  = | drain;
-  assign \$43  = \$signal  >> rbank;
-  assign \$44  = drain - 1'h1;
-  assign \$46  = \$signal$31  >> rbank;
-  assign \$47  = \$signal$33  >> rbank;
-  assign \$48  = readout_busy_cycles + 1'h1;
-  assign \$49  = ~ issue;
-  assign \$50  = readout_stall_cycles + 1'h1;
-  assign \$51  = ! slot;
-  assign \$53  = group == 2'h3;
-  assign \$54  = ! n_items;
-  assign \$56  = group + 1'h1;
-  assign \$57  = base + 5'h10;
-  assign \$58  = group == 2'h3;
-  assign \$59  = ~ rbank;
-  assign \$60  = readout_steps + 1'h1;
-  assign \$61  = slot + 1'h1;
+  assign \$13  = | slot;
+  assign \$16  = \$15  | credit;
+  assign issue = \$12  & \$18 ;
+  assign \$19  = ! slot;
+  assign \$20  = issue & \$19 ;
+  assign \$22  = rbank ? 5'h10 : 5'h00;
+  assign \$23  = \$22  + slot;
+  assign \$24  = | n_items;
+  assign \$26  = meta[15] ? 4'h0 : rd__data[3:0];
+  assign \$27  = meta[15] ? 16'h0000 : rd__data[19:4];
+  assign \$28  = 1'h0 + rd__en;
+  assign \$29  = readout_items_reads + \$28 ;
+  assign \$31  = 1'h0 + \$30 ;
+  assign \$32  = readout_items_writes + \$31 ;
+  assign \$33  = \$signal  >> wbank;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = items__valid & \$34 ;
+  assign \$36  = wcount + 1'h1;
+  assign \$37  = ~ stored;
+  assign \$38  = nonzero & \$37 ;
+  assign \$39  = readout_item_overflows + 1'h1;
+  assign \$40  = wcount + stored;
+  assign \$41  = ~ wbank;
+  assign \$42  = ~ busy;
+  assign \$43  = | drain;
+  assign \$44  = \$signal  >> rbank;
+  assign \$45  = drain - 1'h1;
+  assign \$47  = \$signal$31  >> rbank;
+  assign \$48  = \$signal$33  >> rbank;
+  assign \$49  = readout_busy_cycles + 1'h1;
+  assign \$50  = ~ issue;
+  assign \$51  = readout_stall_cycles + 1'h1;
+  assign \$52  = ! slot;
+  assign \$54  = group == 2'h3;
+  assign \$55  = ! n_items;
+  assign \$57  = group + 1'h1;
+  assign \$58  = base + 5'h10;
+  assign \$59  = group == 2'h3;
+  assign \$60  = ~ rbank;
+  assign \$61  = readout_steps + 1'h1;
+  assign \$62  = slot + 1'h1;
   always @(posedge clk)
-    readout_items_reads <= \$62 ;
+    readout_items_reads <= \$63 ;
   always @(posedge clk)
-    readout_items_writes <= \$63 ;
+    readout_items_writes <= \$64 ;
   always @(posedge clk)
-    wcount <= \$64 ;
+    wcount <= \$65 ;
   always @(posedge clk)
-    readout_item_overflows <= \$65 ;
+    readout_item_overflows <= \$66 ;
   always @(posedge clk)
-    \$signal  <= \$66 ;
+    \$signal  <= \$67 ;
   always @(posedge clk)
-    bank0_count <= \$67 ;
+    bank0_count <= \$68 ;
   always @(posedge clk)
-    bank1_count <= \$68 ;
+    bank1_count <= \$69 ;
   always @(posedge clk)
-    \$signal$31  <= \$69 ;
+    \$signal$31  <= \$70 ;
   always @(posedge clk)
-    \$signal$33  <= \$70 ;
+    \$signal$33  <= \$71 ;
   always @(posedge clk)
-    next_first <= \$71 ;
+    next_first <= \$72 ;
   always @(posedge clk)
-    wbank <= \$72 ;
+    wbank <= \$73 ;
   always @(posedge clk)
-    meta <= \$73 ;
+    meta <= \$74 ;
   always @(posedge clk)
-    drain <= \$74 ;
+    drain <= \$75 ;
   always @(posedge clk)
-    busy <= \$75 ;
+    busy <= \$76 ;
   always @(posedge clk)
-    n_items <= \$76 ;
+    n_items <= \$77 ;
   always @(posedge clk)
-    group <= \$77 ;
+    group <= \$78 ;
   always @(posedge clk)
-    base <= \$78 ;
+    base <= \$79 ;
   always @(posedge clk)
-    slot <= \$79 ;
+    slot <= \$80 ;
   always @(posedge clk)
-    seq_first <= \$80 ;
+    seq_first <= \$81 ;
   always @(posedge clk)
-    seq_end <= \$81 ;
+    seq_end <= \$82 ;
   always @(posedge clk)
-    readout_busy_cycles <= \$82 ;
+    readout_busy_cycles <= \$83 ;
   always @(posedge clk)
-    readout_stall_cycles <= \$83 ;
+    readout_stall_cycles <= \$84 ;
   always @(posedge clk)
-    rbank <= \$84 ;
+    rbank <= \$85 ;
   always @(posedge clk)
-    readout_steps <= \$85 ;
+    readout_steps <= \$86 ;
   assign \$1  = \$signal  >> wbank;
   assign \$2  = ~ \$1 ;
   assign nonzero = | items__payload[19:4];
@@ -6427,22 +6427,21 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   assign \$8  = \$signal  >> wbank;
   assign \$9  = ~ \$8 ;
   assign \$10  = items__valid & \$9 ;
-  assign \$11  = slot + 1'h1;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
-          \$45  = bank0_count;
+          \$46  = bank0_count;
       1'h1:
-          \$45  = bank1_count;
+          \$46  = bank1_count;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     rd__en = 1'h0;
     if (issue) begin
-      rd__en = \$24 ;
+      rd__en = \$25 ;
     end
   end
   always @* begin
@@ -6458,107 +6457,89 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     rd__addr = 5'h00;
     if (issue) begin
-      rd__addr = \$22 [4:0];
+      rd__addr = \$23 [4:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$62  = \$28 [31:0];
-    if (rst) begin
-      \$62  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$63  = \$31 [31:0];
+    \$63  = \$29 [31:0];
     if (rst) begin
       \$63  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$64  = wcount;
-    if (\$34 ) begin
+    \$64  = \$32 [31:0];
+    if (rst) begin
+      \$64  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$65  = wcount;
+    if (\$35 ) begin
       if (stored) begin
-        \$64  = \$35 [4:0];
+        \$65  = \$36 [4:0];
       end
       if (items__payload[20]) begin
-        \$64  = 5'h00;
+        \$65  = 5'h00;
       end
     end
     if (rst) begin
-      \$64  = 5'h00;
+      \$65  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$65  = readout_item_overflows;
-    if (\$34 ) begin
-      if (\$37 ) begin
-        \$65  = \$38 [31:0];
+    \$66  = readout_item_overflows;
+    if (\$35 ) begin
+      if (\$38 ) begin
+        \$66  = \$39 [31:0];
       end
     end
     if (rst) begin
-      \$65  = 32'd0;
+      \$66  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$66  = \$signal ;
-    if (\$34 ) begin
+    \$67  = \$signal ;
+    if (\$35 ) begin
       if (items__payload[20]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$66 [0] = 1'h1;
+              \$67 [0] = 1'h1;
           1'h1:
-              \$66 [1] = 1'h1;
+              \$67 [1] = 1'h1;
         endcase
       end
     end
     if (issue) begin
-      if (\$55 ) begin
-        if (\$58 ) begin
+      if (\$56 ) begin
+        if (\$59 ) begin
           (* full_case = 32'd1 *)
           casez (rbank)
             1'h0:
-                \$66 [0] = 1'h0;
+                \$67 [0] = 1'h0;
             1'h1:
-                \$66 [1] = 1'h0;
+                \$67 [1] = 1'h0;
           endcase
         end
       end
     end
     if (rst) begin
-      \$66  = 2'h0;
+      \$67  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$67  = bank0_count;
-    if (\$34 ) begin
+    \$68  = bank0_count;
+    if (\$35 ) begin
       if (items__payload[20]) begin
         casez (wbank)
           1'h0:
-              \$67  = \$39 [4:0];
-        endcase
-      end
-    end
-    if (rst) begin
-      \$67  = 5'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$68  = bank1_count;
-    if (\$34 ) begin
-      if (items__payload[20]) begin
-        (* full_case = 32'd1 *)
-        casez (wbank)
-          1'h0:
-              /* empty */;
-          1'h1:
-              \$68  = \$39 [4:0];
+              \$68  = \$40 [4:0];
         endcase
       end
     end
@@ -6568,33 +6549,33 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$69  = \$signal$31 ;
-    if (\$34 ) begin
+    \$69  = bank1_count;
+    if (\$35 ) begin
       if (items__payload[20]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$69 [0] = next_first;
+              /* empty */;
           1'h1:
-              \$69 [1] = next_first;
+              \$69  = \$40 [4:0];
         endcase
       end
     end
     if (rst) begin
-      \$69  = 2'h0;
+      \$69  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$70  = \$signal$33 ;
-    if (\$34 ) begin
+    \$70  = \$signal$31 ;
+    if (\$35 ) begin
       if (items__payload[20]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$70 [0] = items__payload[21];
+              \$70 [0] = next_first;
           1'h1:
-              \$70 [1] = items__payload[21];
+              \$70 [1] = next_first;
         endcase
       end
     end
@@ -6604,174 +6585,179 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$71  = next_first;
-    if (\$34 ) begin
+    \$71  = \$signal$33 ;
+    if (\$35 ) begin
       if (items__payload[20]) begin
-        \$71  = items__payload[21];
+        (* full_case = 32'd1 *)
+        casez (wbank)
+          1'h0:
+              \$71 [0] = items__payload[21];
+          1'h1:
+              \$71 [1] = items__payload[21];
+        endcase
       end
     end
     if (rst) begin
-      \$71  = 1'h1;
+      \$71  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$72  = wbank;
-    if (\$34 ) begin
+    \$72  = next_first;
+    if (\$35 ) begin
       if (items__payload[20]) begin
-        \$72  = \$40 ;
+        \$72  = items__payload[21];
       end
     end
     if (rst) begin
-      \$72  = 1'h0;
+      \$72  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$73 [35:1] = meta[35:1];
-    \$73 [0] = issue;
-    if (issue) begin
-      \$73 [2:1] = group;
-      \$73 [9:3] = base;
-      \$73 [10] = \$51 ;
-      \$73 [11] = \$52 ;
-      \$73 [12] = \$53 ;
-      \$73 [13] = seq_first;
-      \$73 [14] = seq_end;
-      \$73 [15] = \$54 ;
+    \$73  = wbank;
+    if (\$35 ) begin
+      if (items__payload[20]) begin
+        \$73  = \$41 ;
+      end
     end
     if (rst) begin
-      \$73  = 36'h000000000;
+      \$73  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$74  = drain;
-    if (\$41 ) begin
-      if (\$42 ) begin
-        \$74  = \$44 [2:0];
+    \$74 [35:1] = meta[35:1];
+    \$74 [0] = issue;
+    if (issue) begin
+      \$74 [2:1] = group;
+      \$74 [9:3] = base;
+      \$74 [10] = \$52 ;
+      \$74 [11] = \$53 ;
+      \$74 [12] = \$54 ;
+      \$74 [13] = seq_first;
+      \$74 [14] = seq_end;
+      \$74 [15] = \$55 ;
+    end
+    if (rst) begin
+      \$74  = 36'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$75  = drain;
+    if (\$42 ) begin
+      if (\$43 ) begin
+        \$75  = \$45 [2:0];
       end
     end
     if (issue) begin
-      if (\$55 ) begin
-        if (\$58 ) begin
-          \$74  = 3'h0;
+      if (\$56 ) begin
+        if (\$59 ) begin
+          \$75  = 3'h0;
         end
       end
     end
     if (rst) begin
-      \$74  = 3'h0;
+      \$75  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$75  = busy;
-    if (\$41 ) begin
-      if (\$42 ) begin
-      end else if (\$43 ) begin
-        \$75  = 1'h1;
+    \$76  = busy;
+    if (\$42 ) begin
+      if (\$43 ) begin
+      end else if (\$44 ) begin
+        \$76  = 1'h1;
       end
     end
     if (issue) begin
-      if (\$55 ) begin
-        if (\$58 ) begin
-          \$75  = 1'h0;
+      if (\$56 ) begin
+        if (\$59 ) begin
+          \$76  = 1'h0;
         end
       end
     end
     if (rst) begin
-      \$75  = 1'h0;
+      \$76  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$76  = n_items;
-    if (\$41 ) begin
-      if (\$42 ) begin
-      end else if (\$43 ) begin
-        \$76  = \$45 ;
+    \$77  = n_items;
+    if (\$42 ) begin
+      if (\$43 ) begin
+      end else if (\$44 ) begin
+        \$77  = \$46 ;
       end
     end
     if (rst) begin
-      \$76  = 5'h00;
+      \$77  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$77  = group;
-    if (\$41 ) begin
-      if (\$42 ) begin
-      end else if (\$43 ) begin
-        \$77  = 2'h0;
+    \$78  = group;
+    if (\$42 ) begin
+      if (\$43 ) begin
+      end else if (\$44 ) begin
+        \$78  = 2'h0;
       end
     end
     if (issue) begin
-      if (\$55 ) begin
-        \$77  = \$56 [1:0];
+      if (\$56 ) begin
+        \$78  = \$57 [1:0];
       end
     end
     if (rst) begin
-      \$77  = 2'h0;
+      \$78  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$78  = base;
-    if (\$41 ) begin
-      if (\$42 ) begin
-      end else if (\$43 ) begin
-        \$78  = 7'h00;
+    \$79  = base;
+    if (\$42 ) begin
+      if (\$43 ) begin
+      end else if (\$44 ) begin
+        \$79  = 7'h00;
       end
     end
     if (issue) begin
-      if (\$55 ) begin
-        \$78  = \$57 [6:0];
+      if (\$56 ) begin
+        \$79  = \$58 [6:0];
       end
     end
     if (rst) begin
-      \$78  = 7'h00;
+      \$79  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$79  = slot;
-    if (\$41 ) begin
-      if (\$42 ) begin
-      end else if (\$43 ) begin
-        \$79  = 5'h00;
+    \$80  = slot;
+    if (\$42 ) begin
+      if (\$43 ) begin
+      end else if (\$44 ) begin
+        \$80  = 5'h00;
       end
     end
     if (issue) begin
       (* full_case = 32'd1 *)
-      if (\$55 ) begin
-        \$79  = 5'h00;
+      if (\$56 ) begin
+        \$80  = 5'h00;
       end else if (1'h1) begin
-        \$79  = \$61 [4:0];
+        \$80  = \$62 [4:0];
       end
     end
     if (rst) begin
-      \$79  = 5'h00;
+      \$80  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$80  = seq_first;
-    if (\$41 ) begin
-      if (\$42 ) begin
-      end else if (\$43 ) begin
-        \$80  = \$46 ;
-      end
-    end
-    if (rst) begin
-      \$80  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$81  = seq_end;
-    if (\$41 ) begin
-      if (\$42 ) begin
-      end else if (\$43 ) begin
+    \$81  = seq_first;
+    if (\$42 ) begin
+      if (\$43 ) begin
+      end else if (\$44 ) begin
         \$81  = \$47 ;
       end
     end
@@ -6781,25 +6767,24 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$82  = readout_busy_cycles;
-    (* full_case = 32'd1 *)
-    if (\$41 ) begin
-    end else begin
-      \$82  = \$48 [31:0];
+    \$82  = seq_end;
+    if (\$42 ) begin
+      if (\$43 ) begin
+      end else if (\$44 ) begin
+        \$82  = \$48 ;
+      end
     end
     if (rst) begin
-      \$82  = 32'd0;
+      \$82  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$83  = readout_stall_cycles;
+    \$83  = readout_busy_cycles;
     (* full_case = 32'd1 *)
-    if (\$41 ) begin
+    if (\$42 ) begin
     end else begin
-      if (\$49 ) begin
-        \$83  = \$50 [31:0];
-      end
+      \$83  = \$49 [31:0];
     end
     if (rst) begin
       \$83  = 32'd0;
@@ -6807,30 +6792,44 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$84  = rbank;
-    if (issue) begin
-      if (\$55 ) begin
-        if (\$58 ) begin
-          \$84  = \$59 ;
-        end
+    \$84  = readout_stall_cycles;
+    (* full_case = 32'd1 *)
+    if (\$42 ) begin
+    end else begin
+      if (\$50 ) begin
+        \$84  = \$51 [31:0];
       end
     end
     if (rst) begin
-      \$84  = 1'h0;
+      \$84  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$85  = readout_steps;
+    \$85  = rbank;
     if (issue) begin
-      if (\$55 ) begin
-        if (\$58 ) begin
-          \$85  = \$60 [31:0];
+      if (\$56 ) begin
+        if (\$59 ) begin
+          \$85  = \$60 ;
         end
       end
     end
     if (rst) begin
-      \$85  = 32'd0;
+      \$85  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$86  = readout_steps;
+    if (issue) begin
+      if (\$56 ) begin
+        if (\$59 ) begin
+          \$86  = \$61 [31:0];
+        end
+      end
+    end
+    if (rst) begin
+      \$86  = 32'd0;
     end
   end
   assign wr__addr = \$5 [4:0];
@@ -6861,8 +6860,8 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   assign \meta.empty  = meta[15];
   assign \meta.index  = meta[19:16];
   assign \meta.value  = meta[35:20];
-  assign \slot$21 [35:20] = \$26 ;
-  assign \slot$21 [19:16] = \$25 ;
+  assign \slot$21 [35:20] = \$27 ;
+  assign \slot$21 [19:16] = \$26 ;
   assign \slot$21 [15] = meta[15];
   assign \slot$21 [14] = meta[14];
   assign \slot$21 [13] = meta[13];
@@ -6874,16 +6873,17 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   assign \slot$21 [0] = meta[0];
   assign items__ready = \$2 ;
   assign \$6  = { 3'h0, items__payload[19:4], 4'h0 };
-  assign \$13  = 1'h0;
-  assign \$14  = \$12 ;
-  assign \$16  = 1'h0;
-  assign \$17  = \$15 ;
-  assign \$20  = \$19 ;
-  assign starting = \$19 ;
-  assign \$24  = \$23 ;
-  assign \$29  = wr__en;
-  assign \$52  = last_slot;
-  assign \$55  = last_slot;
+  assign \$12  = busy;
+  assign \$14  = 1'h0;
+  assign \$15  = \$13 ;
+  assign \$17  = 1'h0;
+  assign \$18  = \$16 ;
+  assign \$21  = \$20 ;
+  assign starting = \$20 ;
+  assign \$25  = \$24 ;
+  assign \$30  = wr__en;
+  assign \$53  = last_slot;
+  assign \$56  = last_slot;
 endmodule
 
 (* generator = "Amaranth" *)

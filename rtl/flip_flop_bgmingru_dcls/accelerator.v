@@ -1815,37 +1815,37 @@ module \accelerator.layer0.front (config__valid, clk, rst, items__payload, items
   wire \$11 ;
   wire \$12 ;
   wire \$13 ;
-  wire \$14 ;
-  wire [1:0] \$15 ;
-  wire [32:0] \$16 ;
-  wire \$17 ;
-  wire [1:0] \$18 ;
-  wire [32:0] \$19 ;
+  wire [1:0] \$14 ;
+  wire [32:0] \$15 ;
+  wire \$16 ;
+  wire [1:0] \$17 ;
+  wire [32:0] \$18 ;
+  wire [1:0] \$19 ;
   wire \$2 ;
-  wire [1:0] \$20 ;
-  wire [32:0] \$21 ;
-  wire \$22 ;
-  wire [1:0] \$23 ;
-  wire [32:0] \$24 ;
-  wire [1:0] \$25 ;
-  wire [32:0] \$26 ;
-  wire \$27 ;
-  wire [1:0] \$28 ;
-  wire [32:0] \$29 ;
+  wire [32:0] \$20 ;
+  wire \$21 ;
+  wire [1:0] \$22 ;
+  wire [32:0] \$23 ;
+  wire [1:0] \$24 ;
+  wire [32:0] \$25 ;
+  wire \$26 ;
+  wire [1:0] \$27 ;
+  wire [32:0] \$28 ;
+  wire [1:0] \$29 ;
   wire \$3 ;
-  wire [1:0] \$30 ;
-  wire [32:0] \$31 ;
-  wire \$32 ;
-  wire [1:0] \$33 ;
-  wire [32:0] \$34 ;
+  wire [32:0] \$30 ;
+  wire \$31 ;
+  wire [1:0] \$32 ;
+  wire [32:0] \$33 ;
+  wire \$34 ;
   wire \$35 ;
   wire \$36 ;
   wire \$37 ;
   wire \$38 ;
-  wire \$39 ;
+  wire [32:0] \$39 ;
   wire \$4 ;
-  wire [32:0] \$40 ;
-  reg [27:0] \$41 ;
+  reg [27:0] \$40 ;
+  reg [31:0] \$41 ;
   reg [31:0] \$42 ;
   reg [31:0] \$43 ;
   reg [31:0] \$44 ;
@@ -1853,16 +1853,15 @@ module \accelerator.layer0.front (config__valid, clk, rst, items__payload, items
   reg [31:0] \$46 ;
   reg [31:0] \$47 ;
   reg [31:0] \$48 ;
-  reg [31:0] \$49 ;
+  reg [27:0] \$49 ;
   wire \$5 ;
-  reg [27:0] \$50 ;
-  reg \$51 ;
-  reg [31:0] \$52 ;
-  reg [27:0] \$53 ;
-  reg [13:0] \$54 ;
-  reg [31:0] \$55 ;
+  reg \$50 ;
+  reg [31:0] \$51 ;
+  reg [27:0] \$52 ;
+  reg [13:0] \$53 ;
+  reg [31:0] \$54 ;
+  reg [27:0] \$55 ;
   reg [27:0] \$56 ;
-  reg [27:0] \$57 ;
   wire \$6 ;
   wire [3:0] \$7 ;
   wire [5:0] \$8 ;
@@ -1948,7 +1947,7 @@ module \accelerator.layer0.front (config__valid, clk, rst, items__payload, items
   wire [1:0] \port__addr$21 ;
   wire [1:0] \port__addr$25 ;
   wire [4:0] \port__addr$29 ;
-  wire [1:0] \port__addr$31 ;
+  wire [1:0] \port__addr$32 ;
   reg [1:0] \port__addr$44 ;
   reg [1:0] \port__addr$45 ;
   wire [31:0] port__data;
@@ -2172,41 +2171,40 @@ module \accelerator.layer0.front (config__valid, clk, rst, items__payload, items
     end
   end
   assign \port__data$38  = _3_;
-  assign \$40  = layer0_macs + 3'h4;
   always @(posedge clk)
-    slot_c1 <= \$41 ;
+    slot_c1 <= \$40 ;
   always @(posedge clk)
-    layer0_weights_reads <= \$42 ;
+    layer0_weights_reads <= \$41 ;
   always @(posedge clk)
-    layer0_weights_writes <= \$43 ;
+    layer0_weights_writes <= \$42 ;
   always @(posedge clk)
-    layer0_bias_reads <= \$44 ;
+    layer0_bias_reads <= \$43 ;
   always @(posedge clk)
-    layer0_bias_writes <= \$45 ;
+    layer0_bias_writes <= \$44 ;
   always @(posedge clk)
-    layer0_params_reads <= \$46 ;
+    layer0_params_reads <= \$45 ;
   always @(posedge clk)
-    layer0_params_writes <= \$47 ;
+    layer0_params_writes <= \$46 ;
   always @(posedge clk)
-    layer0_state_reads <= \$48 ;
+    layer0_state_reads <= \$47 ;
   always @(posedge clk)
-    layer0_state_writes <= \$49 ;
+    layer0_state_writes <= \$48 ;
   always @(posedge clk)
-    slot_c2 <= \$50 ;
+    slot_c2 <= \$49 ;
   always @(posedge clk)
-    use_acc2a <= \$51 ;
+    use_acc2a <= \$50 ;
   always @(posedge clk)
-    layer0_macs <= \$52 ;
+    layer0_macs <= \$51 ;
   always @(posedge clk)
-    slot_c2a <= \$53 ;
+    slot_c2a <= \$52 ;
   always @(posedge clk)
-    params <= \$54 ;
+    params <= \$53 ;
   always @(posedge clk)
-    state <= \$55 ;
+    state <= \$54 ;
   always @(posedge clk)
-    slot_c2b <= \$56 ;
+    slot_c2b <= \$55 ;
   always @(posedge clk)
-    \slot$64  <= \$57 ;
+    \slot$64  <= \$56 ;
   assign \$1  = ! config__payload[2:0];
   assign \$2  = config__valid & \$1 ;
   assign \port__en$13  = \$2  << config__payload[9:8];
@@ -2221,30 +2219,31 @@ module \accelerator.layer0.front (config__valid, clk, rst, items__payload, items
   assign \$10  = slot_c1[0] & \$9 ;
   assign \$12  = slot_c2[0] & slot_c2[8];
   assign weights = slot_c2[13] ? 32'd0 : \port__data$38 ;
-  assign \$14  = slot_c2a[0] & slot_c2a[9];
-  assign \$15  = 1'h0 + port__en;
-  assign \$16  = layer0_weights_reads + \$15 ;
-  assign \$17  = | \port__en$13 ;
-  assign \$18  = 1'h0 + \$17 ;
-  assign \$19  = layer0_weights_writes + \$18 ;
-  assign \$20  = 1'h0 + \port__en$16 ;
-  assign \$21  = layer0_bias_reads + \$20 ;
-  assign \$22  = | \port__en$18 ;
-  assign \$23  = 1'h0 + \$22 ;
-  assign \$24  = layer0_bias_writes + \$23 ;
-  assign \$25  = 1'h0 + \port__en$20 ;
-  assign \$26  = layer0_params_reads + \$25 ;
-  assign \$27  = | \$7 [1:0];
-  assign \$28  = 1'h0 + \$27 ;
-  assign \$29  = layer0_params_writes + \$28 ;
-  assign \$30  = 1'h0 + \port__en$24 ;
-  assign \$31  = layer0_state_reads + \$30 ;
-  assign \$33  = 1'h0 + \$32 ;
-  assign \$34  = layer0_state_writes + \$33 ;
-  assign \$35  = ~ slot_c2[13];
-  assign \$36  = slot_c2[0] & \$35 ;
-  assign \$37  = | slot_c2[27:17];
-  assign \$38  = \$36  & \$37 ;
+  assign \$13  = slot_c2a[0] & slot_c2a[9];
+  assign \$14  = 1'h0 + port__en;
+  assign \$15  = layer0_weights_reads + \$14 ;
+  assign \$16  = | \port__en$13 ;
+  assign \$17  = 1'h0 + \$16 ;
+  assign \$18  = layer0_weights_writes + \$17 ;
+  assign \$19  = 1'h0 + \port__en$16 ;
+  assign \$20  = layer0_bias_reads + \$19 ;
+  assign \$21  = | \port__en$18 ;
+  assign \$22  = 1'h0 + \$21 ;
+  assign \$23  = layer0_bias_writes + \$22 ;
+  assign \$24  = 1'h0 + \port__en$20 ;
+  assign \$25  = layer0_params_reads + \$24 ;
+  assign \$26  = | \$7 [1:0];
+  assign \$27  = 1'h0 + \$26 ;
+  assign \$28  = layer0_params_writes + \$27 ;
+  assign \$29  = 1'h0 + \port__en$24 ;
+  assign \$30  = layer0_state_reads + \$29 ;
+  assign \$32  = 1'h0 + \$31 ;
+  assign \$33  = layer0_state_writes + \$32 ;
+  assign \$34  = ~ slot_c2[13];
+  assign \$35  = slot_c2[0] & \$34 ;
+  assign \$36  = | slot_c2[27:17];
+  assign \$37  = \$35  & \$36 ;
+  assign \$39  = layer0_macs + 3'h4;
   \accelerator.layer0.front.issue  issue (
     .clk(clk),
     .credit(credit),
@@ -2281,158 +2280,158 @@ module \accelerator.layer0.front (config__valid, clk, rst, items__payload, items
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \port__en$16  = 1'h0;
-    if (\$13 ) begin
+    if (\$12 ) begin
       \port__en$16  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \port__en$20  = 1'h0;
-    if (\$14 ) begin
+    if (\$13 ) begin
       \port__en$20  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \port__en$24  = 1'h0;
-    if (\$14 ) begin
+    if (\$13 ) begin
       \port__en$24  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \port__addr$44  = 2'h0;
-    if (\$14 ) begin
+    if (\$13 ) begin
       \port__addr$44  = slot_c2a[2:1];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \port__addr$45  = 2'h0;
-    if (\$14 ) begin
+    if (\$13 ) begin
       \port__addr$45  = slot_c2a[2:1];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$41  = slot;
+    \$40  = slot;
     if (rst) begin
-      \$41  = 28'h0000000;
+      \$40  = 28'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$42  = \$16 [31:0];
+    \$41  = \$15 [31:0];
+    if (rst) begin
+      \$41  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$42  = \$18 [31:0];
     if (rst) begin
       \$42  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$43  = \$19 [31:0];
+    \$43  = \$20 [31:0];
     if (rst) begin
       \$43  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$44  = \$21 [31:0];
+    \$44  = \$23 [31:0];
     if (rst) begin
       \$44  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$45  = \$24 [31:0];
+    \$45  = \$25 [31:0];
     if (rst) begin
       \$45  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$46  = \$26 [31:0];
+    \$46  = \$28 [31:0];
     if (rst) begin
       \$46  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$47  = \$29 [31:0];
+    \$47  = \$30 [31:0];
     if (rst) begin
       \$47  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$48  = \$31 [31:0];
+    \$48  = \$33 [31:0];
     if (rst) begin
       \$48  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$49  = \$34 [31:0];
+    \$49  = slot_c1;
     if (rst) begin
-      \$49  = 32'd0;
+      \$49  = 28'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$50  = slot_c1;
+    \$50  = 1'h0;
     if (rst) begin
-      \$50  = 28'h0000000;
+      \$50  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$51  = 1'h0;
+    \$51  = layer0_macs;
+    if (\$38 ) begin
+      \$51  = \$39 [31:0];
+    end
     if (rst) begin
-      \$51  = 1'h0;
+      \$51  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$52  = layer0_macs;
-    if (\$39 ) begin
-      \$52  = \$40 [31:0];
-    end
+    \$52  = slot_c2;
     if (rst) begin
-      \$52  = 32'd0;
+      \$52  = 28'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$53  = slot_c2;
+    \$53  = \port__data$60 ;
     if (rst) begin
-      \$53  = 28'h0000000;
+      \$53  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$54  = \port__data$60 ;
+    \$54  = \port__data$62 ;
     if (rst) begin
-      \$54  = 14'h0000;
+      \$54  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$55  = \port__data$62 ;
+    \$55  = slot_c2a;
     if (rst) begin
-      \$55  = 32'd0;
+      \$55  = 28'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$56  = slot_c2a;
+    \$56  = slot_c2b;
     if (rst) begin
       \$56  = 28'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$57  = slot_c2b;
-    if (rst) begin
-      \$57  = 28'h0000000;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -2448,8 +2447,8 @@ module \accelerator.layer0.front (config__valid, clk, rst, items__payload, items
   assign \port__en$27  = state_write[2];
   assign \port__data$28  = state_write[34:3];
   assign \port__addr$29  = \$8 [4:0];
-  assign \port__addr$31  = slot_c2[2:1];
   assign use_acc = 1'h0;
+  assign \port__addr$32  = slot_c2[2:1];
   assign valid = slot_c2[0];
   assign first = slot_c2[8];
   assign value = slot_c2[27:17];
@@ -2572,9 +2571,8 @@ module \accelerator.layer0.front (config__valid, clk, rst, items__payload, items
   assign port__data[15:8] = config__payload[17:10];
   assign port__data[7:0] = config__payload[17:10];
   assign \$11  = \$10 ;
-  assign \$13  = \$12 ;
-  assign \$32  = state_write[2];
-  assign \$39  = \$38 ;
+  assign \$31  = state_write[2];
+  assign \$38  = \$37 ;
 endmodule
 
 (* generator = "Amaranth" *)
@@ -2590,78 +2588,79 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
-  wire [2:0] \$19 ;
+  wire \$19 ;
   wire \$2 ;
-  wire [3:0] \$20 ;
-  wire \$21 ;
+  wire [2:0] \$20 ;
+  wire [3:0] \$21 ;
   wire \$22 ;
-  wire [2:0] \$23 ;
-  wire [10:0] \$24 ;
-  wire [1:0] \$25 ;
-  wire [32:0] \$26 ;
-  wire \$27 ;
-  wire [1:0] \$28 ;
-  wire [32:0] \$29 ;
+  wire \$23 ;
+  wire [2:0] \$24 ;
+  wire [10:0] \$25 ;
+  wire [1:0] \$26 ;
+  wire [32:0] \$27 ;
+  wire \$28 ;
+  wire [1:0] \$29 ;
   wire \$3 ;
-  wire \$30 ;
+  wire [32:0] \$30 ;
   wire \$31 ;
   wire \$32 ;
-  wire [3:0] \$33 ;
-  wire \$34 ;
+  wire \$33 ;
+  wire [3:0] \$34 ;
   wire \$35 ;
-  wire [32:0] \$36 ;
-  wire [3:0] \$37 ;
-  wire \$38 ;
+  wire \$36 ;
+  wire [32:0] \$37 ;
+  wire [3:0] \$38 ;
   wire \$39 ;
   wire [2:0] \$4 ;
   wire \$40 ;
   wire \$41 ;
-  wire [3:0] \$42 ;
-  reg [2:0] \$43 ;
-  wire \$44 ;
+  wire \$42 ;
+  wire [3:0] \$43 ;
+  reg [2:0] \$44 ;
   wire \$45 ;
-  wire [32:0] \$46 ;
-  wire \$47 ;
-  wire [32:0] \$48 ;
-  wire \$49 ;
+  wire \$46 ;
+  wire [32:0] \$47 ;
+  wire \$48 ;
+  wire [32:0] \$49 ;
   wire [13:0] \$5 ;
   wire \$50 ;
   wire \$51 ;
   wire \$52 ;
   wire \$53 ;
-  wire [2:0] \$54 ;
-  wire [5:0] \$55 ;
-  wire \$56 ;
+  wire \$54 ;
+  wire [2:0] \$55 ;
+  wire [5:0] \$56 ;
   wire \$57 ;
-  wire [32:0] \$58 ;
-  wire [3:0] \$59 ;
+  wire \$58 ;
+  wire [32:0] \$59 ;
   wire \$6 ;
-  reg [31:0] \$60 ;
+  wire [3:0] \$60 ;
   reg [31:0] \$61 ;
-  reg [2:0] \$62 ;
-  reg [31:0] \$63 ;
-  reg [1:0] \$64 ;
-  reg [2:0] \$65 ;
+  reg [31:0] \$62 ;
+  reg [2:0] \$63 ;
+  reg [31:0] \$64 ;
+  reg [1:0] \$65 ;
   reg [2:0] \$66 ;
-  reg [1:0] \$67 ;
+  reg [2:0] \$67 ;
   reg [1:0] \$68 ;
-  reg \$69 ;
+  reg [1:0] \$69 ;
   wire \$7 ;
   reg \$70 ;
-  reg [27:0] \$71 ;
-  reg [2:0] \$72 ;
-  reg \$73 ;
-  reg [2:0] \$74 ;
-  reg [1:0] \$75 ;
-  reg [4:0] \$76 ;
-  reg [2:0] \$77 ;
-  reg \$78 ;
+  reg \$71 ;
+  reg [27:0] \$72 ;
+  reg [2:0] \$73 ;
+  reg \$74 ;
+  reg [2:0] \$75 ;
+  reg [1:0] \$76 ;
+  reg [4:0] \$77 ;
+  reg [2:0] \$78 ;
   reg \$79 ;
   wire \$8 ;
-  reg [31:0] \$80 ;
+  reg \$80 ;
   reg [31:0] \$81 ;
-  reg \$82 ;
-  reg [31:0] \$83 ;
+  reg [31:0] \$82 ;
+  reg \$83 ;
+  reg [31:0] \$84 ;
   wire [3:0] \$9 ;
   reg [1:0] \$signal  = 2'h0;
   reg [1:0] \$signal$31  = 2'h0;
@@ -2769,94 +2768,95 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
     end
   end
   assign rd__data = _0_;
-  assign \$13  = \$12  | credit;
-  assign issue = busy & \$15 ;
-  assign \$16  = ! slot;
-  assign \$17  = issue & \$16 ;
-  assign \$19  = rbank ? 3'h5 : 3'h0;
-  assign \$20  = \$19  + slot;
-  assign \$21  = | n_items;
-  assign \$23  = meta[13] ? 3'h0 : rd__data[2:0];
-  assign \$24  = meta[13] ? 11'h000 : rd__data[13:3];
-  assign \$25  = 1'h0 + rd__en;
-  assign \$26  = layer0_items_reads + \$25 ;
-  assign \$28  = 1'h0 + \$27 ;
-  assign \$29  = layer0_items_writes + \$28 ;
-  assign \$30  = \$signal  >> wbank;
-  assign \$31  = ~ \$30 ;
-  assign \$32  = items__valid & \$31 ;
-  assign \$33  = wcount + 1'h1;
-  assign \$34  = ~ stored;
-  assign \$35  = nonzero & \$34 ;
-  assign \$36  = layer0_item_overflows + 1'h1;
-  assign \$37  = wcount + stored;
-  assign \$38  = ~ wbank;
-  assign \$39  = ~ busy;
-  assign \$40  = | drain;
-  assign \$41  = \$signal  >> rbank;
-  assign \$42  = drain - 1'h1;
-  assign \$44  = \$signal$31  >> rbank;
-  assign \$45  = \$signal$33  >> rbank;
-  assign \$46  = layer0_busy_cycles + 1'h1;
-  assign \$47  = ~ issue;
-  assign \$48  = layer0_stall_cycles + 1'h1;
-  assign \$49  = ! slot;
-  assign \$51  = group == 2'h3;
-  assign \$52  = ! n_items;
-  assign \$54  = group + 1'h1;
-  assign \$55  = base + 3'h5;
-  assign \$56  = group == 2'h3;
-  assign \$57  = ~ rbank;
-  assign \$58  = layer0_steps + 1'h1;
-  assign \$59  = slot + 1'h1;
+  assign \$11  = | slot;
+  assign \$14  = \$13  | credit;
+  assign issue = \$10  & \$16 ;
+  assign \$17  = ! slot;
+  assign \$18  = issue & \$17 ;
+  assign \$20  = rbank ? 3'h5 : 3'h0;
+  assign \$21  = \$20  + slot;
+  assign \$22  = | n_items;
+  assign \$24  = meta[13] ? 3'h0 : rd__data[2:0];
+  assign \$25  = meta[13] ? 11'h000 : rd__data[13:3];
+  assign \$26  = 1'h0 + rd__en;
+  assign \$27  = layer0_items_reads + \$26 ;
+  assign \$29  = 1'h0 + \$28 ;
+  assign \$30  = layer0_items_writes + \$29 ;
+  assign \$31  = \$signal  >> wbank;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = items__valid & \$32 ;
+  assign \$34  = wcount + 1'h1;
+  assign \$35  = ~ stored;
+  assign \$36  = nonzero & \$35 ;
+  assign \$37  = layer0_item_overflows + 1'h1;
+  assign \$38  = wcount + stored;
+  assign \$39  = ~ wbank;
+  assign \$40  = ~ busy;
+  assign \$41  = | drain;
+  assign \$42  = \$signal  >> rbank;
+  assign \$43  = drain - 1'h1;
+  assign \$45  = \$signal$31  >> rbank;
+  assign \$46  = \$signal$33  >> rbank;
+  assign \$47  = layer0_busy_cycles + 1'h1;
+  assign \$48  = ~ issue;
+  assign \$49  = layer0_stall_cycles + 1'h1;
+  assign \$50  = ! slot;
+  assign \$52  = group == 2'h3;
+  assign \$53  = ! n_items;
+  assign \$55  = group + 1'h1;
+  assign \$56  = base + 3'h5;
+  assign \$57  = group == 2'h3;
+  assign \$58  = ~ rbank;
+  assign \$59  = layer0_steps + 1'h1;
+  assign \$60  = slot + 1'h1;
   always @(posedge clk)
-    layer0_items_reads <= \$60 ;
+    layer0_items_reads <= \$61 ;
   always @(posedge clk)
-    layer0_items_writes <= \$61 ;
+    layer0_items_writes <= \$62 ;
   always @(posedge clk)
-    wcount <= \$62 ;
+    wcount <= \$63 ;
   always @(posedge clk)
-    layer0_item_overflows <= \$63 ;
+    layer0_item_overflows <= \$64 ;
   always @(posedge clk)
-    \$signal  <= \$64 ;
+    \$signal  <= \$65 ;
   always @(posedge clk)
-    bank0_count <= \$65 ;
+    bank0_count <= \$66 ;
   always @(posedge clk)
-    bank1_count <= \$66 ;
+    bank1_count <= \$67 ;
   always @(posedge clk)
-    \$signal$31  <= \$67 ;
+    \$signal$31  <= \$68 ;
   always @(posedge clk)
-    \$signal$33  <= \$68 ;
+    \$signal$33  <= \$69 ;
   always @(posedge clk)
-    next_first <= \$69 ;
+    next_first <= \$70 ;
   always @(posedge clk)
-    wbank <= \$70 ;
+    wbank <= \$71 ;
   always @(posedge clk)
-    meta <= \$71 ;
+    meta <= \$72 ;
   always @(posedge clk)
-    drain <= \$72 ;
+    drain <= \$73 ;
   always @(posedge clk)
-    busy <= \$73 ;
+    busy <= \$74 ;
   always @(posedge clk)
-    n_items <= \$74 ;
+    n_items <= \$75 ;
   always @(posedge clk)
-    group <= \$75 ;
+    group <= \$76 ;
   always @(posedge clk)
-    base <= \$76 ;
+    base <= \$77 ;
   always @(posedge clk)
-    slot <= \$77 ;
+    slot <= \$78 ;
   always @(posedge clk)
-    seq_first <= \$78 ;
+    seq_first <= \$79 ;
   always @(posedge clk)
-    seq_end <= \$79 ;
+    seq_end <= \$80 ;
   always @(posedge clk)
-    layer0_busy_cycles <= \$80 ;
+    layer0_busy_cycles <= \$81 ;
   always @(posedge clk)
-    layer0_stall_cycles <= \$81 ;
+    layer0_stall_cycles <= \$82 ;
   always @(posedge clk)
-    rbank <= \$82 ;
+    rbank <= \$83 ;
   always @(posedge clk)
-    layer0_steps <= \$83 ;
+    layer0_steps <= \$84 ;
   assign \$1  = \$signal  >> wbank;
   assign \$2  = ~ \$1 ;
   assign nonzero = | items__payload[13:3];
@@ -2870,22 +2870,21 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
   assign \$8  = items__valid & \$7 ;
   assign \$9  = slot + 1'h1;
   assign last_slot = \$9  >= n_items;
-  assign \$10  = | slot;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
-          \$43  = bank0_count;
+          \$44  = bank0_count;
       1'h1:
-          \$43  = bank1_count;
+          \$44  = bank1_count;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     rd__en = 1'h0;
     if (issue) begin
-      rd__en = \$22 ;
+      rd__en = \$23 ;
     end
   end
   always @* begin
@@ -2901,107 +2900,89 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     rd__addr = 4'h0;
     if (issue) begin
-      rd__addr = \$20 ;
+      rd__addr = \$21 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$60  = \$26 [31:0];
-    if (rst) begin
-      \$60  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$61  = \$29 [31:0];
+    \$61  = \$27 [31:0];
     if (rst) begin
       \$61  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$62  = wcount;
-    if (\$32 ) begin
+    \$62  = \$30 [31:0];
+    if (rst) begin
+      \$62  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$63  = wcount;
+    if (\$33 ) begin
       if (stored) begin
-        \$62  = \$33 [2:0];
+        \$63  = \$34 [2:0];
       end
       if (items__payload[14]) begin
-        \$62  = 3'h0;
+        \$63  = 3'h0;
       end
     end
     if (rst) begin
-      \$62  = 3'h0;
+      \$63  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$63  = layer0_item_overflows;
-    if (\$32 ) begin
-      if (\$35 ) begin
-        \$63  = \$36 [31:0];
+    \$64  = layer0_item_overflows;
+    if (\$33 ) begin
+      if (\$36 ) begin
+        \$64  = \$37 [31:0];
       end
     end
     if (rst) begin
-      \$63  = 32'd0;
+      \$64  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$64  = \$signal ;
-    if (\$32 ) begin
+    \$65  = \$signal ;
+    if (\$33 ) begin
       if (items__payload[14]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$64 [0] = 1'h1;
+              \$65 [0] = 1'h1;
           1'h1:
-              \$64 [1] = 1'h1;
+              \$65 [1] = 1'h1;
         endcase
       end
     end
     if (issue) begin
-      if (\$53 ) begin
-        if (\$56 ) begin
+      if (\$54 ) begin
+        if (\$57 ) begin
           (* full_case = 32'd1 *)
           casez (rbank)
             1'h0:
-                \$64 [0] = 1'h0;
+                \$65 [0] = 1'h0;
             1'h1:
-                \$64 [1] = 1'h0;
+                \$65 [1] = 1'h0;
           endcase
         end
       end
     end
     if (rst) begin
-      \$64  = 2'h0;
+      \$65  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$65  = bank0_count;
-    if (\$32 ) begin
+    \$66  = bank0_count;
+    if (\$33 ) begin
       if (items__payload[14]) begin
         casez (wbank)
           1'h0:
-              \$65  = \$37 [2:0];
-        endcase
-      end
-    end
-    if (rst) begin
-      \$65  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$66  = bank1_count;
-    if (\$32 ) begin
-      if (items__payload[14]) begin
-        (* full_case = 32'd1 *)
-        casez (wbank)
-          1'h0:
-              /* empty */;
-          1'h1:
-              \$66  = \$37 [2:0];
+              \$66  = \$38 [2:0];
         endcase
       end
     end
@@ -3011,33 +2992,33 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$67  = \$signal$31 ;
-    if (\$32 ) begin
+    \$67  = bank1_count;
+    if (\$33 ) begin
       if (items__payload[14]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$67 [0] = next_first;
+              /* empty */;
           1'h1:
-              \$67 [1] = next_first;
+              \$67  = \$38 [2:0];
         endcase
       end
     end
     if (rst) begin
-      \$67  = 2'h0;
+      \$67  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$68  = \$signal$33 ;
-    if (\$32 ) begin
+    \$68  = \$signal$31 ;
+    if (\$33 ) begin
       if (items__payload[14]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$68 [0] = items__payload[15];
+              \$68 [0] = next_first;
           1'h1:
-              \$68 [1] = items__payload[15];
+              \$68 [1] = next_first;
         endcase
       end
     end
@@ -3047,174 +3028,179 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$69  = next_first;
-    if (\$32 ) begin
+    \$69  = \$signal$33 ;
+    if (\$33 ) begin
       if (items__payload[14]) begin
-        \$69  = items__payload[15];
+        (* full_case = 32'd1 *)
+        casez (wbank)
+          1'h0:
+              \$69 [0] = items__payload[15];
+          1'h1:
+              \$69 [1] = items__payload[15];
+        endcase
       end
     end
     if (rst) begin
-      \$69  = 1'h1;
+      \$69  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$70  = wbank;
-    if (\$32 ) begin
+    \$70  = next_first;
+    if (\$33 ) begin
       if (items__payload[14]) begin
-        \$70  = \$38 ;
+        \$70  = items__payload[15];
       end
     end
     if (rst) begin
-      \$70  = 1'h0;
+      \$70  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$71 [27:1] = meta[27:1];
-    \$71 [0] = issue;
-    if (issue) begin
-      \$71 [2:1] = group;
-      \$71 [7:3] = base;
-      \$71 [8] = \$49 ;
-      \$71 [9] = \$50 ;
-      \$71 [10] = \$51 ;
-      \$71 [11] = seq_first;
-      \$71 [12] = seq_end;
-      \$71 [13] = \$52 ;
+    \$71  = wbank;
+    if (\$33 ) begin
+      if (items__payload[14]) begin
+        \$71  = \$39 ;
+      end
     end
     if (rst) begin
-      \$71  = 28'h0000000;
+      \$71  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$72  = drain;
-    if (\$39 ) begin
-      if (\$40 ) begin
-        \$72  = \$42 [2:0];
+    \$72 [27:1] = meta[27:1];
+    \$72 [0] = issue;
+    if (issue) begin
+      \$72 [2:1] = group;
+      \$72 [7:3] = base;
+      \$72 [8] = \$50 ;
+      \$72 [9] = \$51 ;
+      \$72 [10] = \$52 ;
+      \$72 [11] = seq_first;
+      \$72 [12] = seq_end;
+      \$72 [13] = \$53 ;
+    end
+    if (rst) begin
+      \$72  = 28'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$73  = drain;
+    if (\$40 ) begin
+      if (\$41 ) begin
+        \$73  = \$43 [2:0];
       end
     end
     if (issue) begin
-      if (\$53 ) begin
-        if (\$56 ) begin
-          \$72  = 3'h0;
+      if (\$54 ) begin
+        if (\$57 ) begin
+          \$73  = 3'h0;
         end
       end
     end
     if (rst) begin
-      \$72  = 3'h0;
+      \$73  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$73  = busy;
-    if (\$39 ) begin
-      if (\$40 ) begin
-      end else if (\$41 ) begin
-        \$73  = 1'h1;
+    \$74  = busy;
+    if (\$40 ) begin
+      if (\$41 ) begin
+      end else if (\$42 ) begin
+        \$74  = 1'h1;
       end
     end
     if (issue) begin
-      if (\$53 ) begin
-        if (\$56 ) begin
-          \$73  = 1'h0;
+      if (\$54 ) begin
+        if (\$57 ) begin
+          \$74  = 1'h0;
         end
       end
     end
     if (rst) begin
-      \$73  = 1'h0;
+      \$74  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$74  = n_items;
-    if (\$39 ) begin
-      if (\$40 ) begin
-      end else if (\$41 ) begin
-        \$74  = \$43 ;
+    \$75  = n_items;
+    if (\$40 ) begin
+      if (\$41 ) begin
+      end else if (\$42 ) begin
+        \$75  = \$44 ;
       end
     end
     if (rst) begin
-      \$74  = 3'h0;
+      \$75  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$75  = group;
-    if (\$39 ) begin
-      if (\$40 ) begin
-      end else if (\$41 ) begin
-        \$75  = 2'h0;
+    \$76  = group;
+    if (\$40 ) begin
+      if (\$41 ) begin
+      end else if (\$42 ) begin
+        \$76  = 2'h0;
       end
     end
     if (issue) begin
-      if (\$53 ) begin
-        \$75  = \$54 [1:0];
+      if (\$54 ) begin
+        \$76  = \$55 [1:0];
       end
     end
     if (rst) begin
-      \$75  = 2'h0;
+      \$76  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$76  = base;
-    if (\$39 ) begin
-      if (\$40 ) begin
-      end else if (\$41 ) begin
-        \$76  = 5'h00;
+    \$77  = base;
+    if (\$40 ) begin
+      if (\$41 ) begin
+      end else if (\$42 ) begin
+        \$77  = 5'h00;
       end
     end
     if (issue) begin
-      if (\$53 ) begin
-        \$76  = \$55 [4:0];
+      if (\$54 ) begin
+        \$77  = \$56 [4:0];
       end
     end
     if (rst) begin
-      \$76  = 5'h00;
+      \$77  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$77  = slot;
-    if (\$39 ) begin
-      if (\$40 ) begin
-      end else if (\$41 ) begin
-        \$77  = 3'h0;
+    \$78  = slot;
+    if (\$40 ) begin
+      if (\$41 ) begin
+      end else if (\$42 ) begin
+        \$78  = 3'h0;
       end
     end
     if (issue) begin
       (* full_case = 32'd1 *)
-      if (\$53 ) begin
-        \$77  = 3'h0;
+      if (\$54 ) begin
+        \$78  = 3'h0;
       end else if (1'h1) begin
-        \$77  = \$59 [2:0];
+        \$78  = \$60 [2:0];
       end
     end
     if (rst) begin
-      \$77  = 3'h0;
+      \$78  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$78  = seq_first;
-    if (\$39 ) begin
-      if (\$40 ) begin
-      end else if (\$41 ) begin
-        \$78  = \$44 ;
-      end
-    end
-    if (rst) begin
-      \$78  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$79  = seq_end;
-    if (\$39 ) begin
-      if (\$40 ) begin
-      end else if (\$41 ) begin
+    \$79  = seq_first;
+    if (\$40 ) begin
+      if (\$41 ) begin
+      end else if (\$42 ) begin
         \$79  = \$45 ;
       end
     end
@@ -3224,25 +3210,24 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$80  = layer0_busy_cycles;
-    (* full_case = 32'd1 *)
-    if (\$39 ) begin
-    end else begin
-      \$80  = \$46 [31:0];
+    \$80  = seq_end;
+    if (\$40 ) begin
+      if (\$41 ) begin
+      end else if (\$42 ) begin
+        \$80  = \$46 ;
+      end
     end
     if (rst) begin
-      \$80  = 32'd0;
+      \$80  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$81  = layer0_stall_cycles;
+    \$81  = layer0_busy_cycles;
     (* full_case = 32'd1 *)
-    if (\$39 ) begin
+    if (\$40 ) begin
     end else begin
-      if (\$47 ) begin
-        \$81  = \$48 [31:0];
-      end
+      \$81  = \$47 [31:0];
     end
     if (rst) begin
       \$81  = 32'd0;
@@ -3250,30 +3235,44 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$82  = rbank;
-    if (issue) begin
-      if (\$53 ) begin
-        if (\$56 ) begin
-          \$82  = \$57 ;
-        end
+    \$82  = layer0_stall_cycles;
+    (* full_case = 32'd1 *)
+    if (\$40 ) begin
+    end else begin
+      if (\$48 ) begin
+        \$82  = \$49 [31:0];
       end
     end
     if (rst) begin
-      \$82  = 1'h0;
+      \$82  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$83  = layer0_steps;
+    \$83  = rbank;
     if (issue) begin
-      if (\$53 ) begin
-        if (\$56 ) begin
-          \$83  = \$58 [31:0];
+      if (\$54 ) begin
+        if (\$57 ) begin
+          \$83  = \$58 ;
         end
       end
     end
     if (rst) begin
-      \$83  = 32'd0;
+      \$83  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$84  = layer0_steps;
+    if (issue) begin
+      if (\$54 ) begin
+        if (\$57 ) begin
+          \$84  = \$59 [31:0];
+        end
+      end
+    end
+    if (rst) begin
+      \$84  = 32'd0;
     end
   end
   assign \items__payload.index  = items__payload[2:0];
@@ -3302,8 +3301,8 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
   assign \meta.empty  = meta[13];
   assign \meta.index  = meta[16:14];
   assign \meta.value  = meta[27:17];
-  assign \slot$21 [27:17] = \$24 ;
-  assign \slot$21 [16:14] = \$23 ;
+  assign \slot$21 [27:17] = \$25 ;
+  assign \slot$21 [16:14] = \$24 ;
   assign \slot$21 [13] = meta[13];
   assign \slot$21 [12] = meta[12];
   assign \slot$21 [11] = meta[11];
@@ -3315,16 +3314,17 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
   assign \slot$21 [0] = meta[0];
   assign items__ready = \$2 ;
   assign \$5  = { items__payload[13:3], 3'h0 };
-  assign \$11  = 1'h0;
-  assign \$12  = \$10 ;
-  assign \$14  = 1'h0;
-  assign \$15  = \$13 ;
-  assign \$18  = \$17 ;
-  assign starting = \$17 ;
-  assign \$22  = \$21 ;
-  assign \$27  = wr__en;
-  assign \$50  = last_slot;
-  assign \$53  = last_slot;
+  assign \$10  = busy;
+  assign \$12  = 1'h0;
+  assign \$13  = \$11 ;
+  assign \$15  = 1'h0;
+  assign \$16  = \$14 ;
+  assign \$19  = \$18 ;
+  assign starting = \$18 ;
+  assign \$23  = \$22 ;
+  assign \$28  = wr__en;
+  assign \$51  = last_slot;
+  assign \$54  = last_slot;
 endmodule
 
 (* generator = "Amaranth" *)
@@ -6971,46 +6971,50 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   wire \$10 ;
   wire \$11 ;
   wire \$12 ;
-  wire [26:0] \$13 ;
-  wire [26:0] \$14 ;
+  wire \$13 ;
+  wire \$14 ;
   wire [1:0] \$15 ;
-  wire [32:0] \$16 ;
-  wire \$17 ;
-  wire [1:0] \$18 ;
-  wire [32:0] \$19 ;
+  wire [2:0] \$16 ;
+  wire [26:0] \$17 ;
+  wire [26:0] \$18 ;
+  wire [1:0] \$19 ;
   wire \$2 ;
-  wire [1:0] \$20 ;
-  wire [32:0] \$21 ;
-  wire \$22 ;
-  wire [1:0] \$23 ;
-  wire [32:0] \$24 ;
-  wire [1:0] \$25 ;
-  wire [32:0] \$26 ;
-  wire \$27 ;
-  wire [1:0] \$28 ;
-  wire [32:0] \$29 ;
+  wire [32:0] \$20 ;
+  wire \$21 ;
+  wire [1:0] \$22 ;
+  wire [32:0] \$23 ;
+  wire [1:0] \$24 ;
+  wire [32:0] \$25 ;
+  wire \$26 ;
+  wire [1:0] \$27 ;
+  wire [32:0] \$28 ;
+  wire [1:0] \$29 ;
   wire [3:0] \$3 ;
-  wire \$30 ;
+  wire [32:0] \$30 ;
   wire \$31 ;
-  wire \$32 ;
-  wire \$33 ;
+  wire [1:0] \$32 ;
+  wire [32:0] \$33 ;
   wire \$34 ;
-  wire [32:0] \$35 ;
-  reg [31:0] \$36 ;
-  reg [31:0] \$37 ;
-  reg [31:0] \$38 ;
-  reg [31:0] \$39 ;
+  wire \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire [32:0] \$39 ;
   wire \$4 ;
   reg [31:0] \$40 ;
   reg [31:0] \$41 ;
   reg [31:0] \$42 ;
   reg [31:0] \$43 ;
-  reg \$44 ;
+  reg [31:0] \$44 ;
   reg [31:0] \$45 ;
   reg [31:0] \$46 ;
   reg [31:0] \$47 ;
-  reg [31:0] \$48 ;
+  reg \$48 ;
+  reg [31:0] \$49 ;
   wire \$5 ;
+  reg [31:0] \$50 ;
+  reg [31:0] \$51 ;
+  reg [31:0] \$52 ;
   wire [3:0] \$6 ;
   wire [4:0] \$7 ;
   wire \$8 ;
@@ -7064,7 +7068,7 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   wire [-1:0] \port__addr$17 ;
   wire [-1:0] \port__addr$21 ;
   wire [2:0] \port__addr$25 ;
-  wire [-1:0] \port__addr$27 ;
+  wire [-1:0] \port__addr$29 ;
   wire [-1:0] \port__addr$30 ;
   wire [15:0] port__data;
   wire [47:0] \port__data$19 ;
@@ -7249,31 +7253,31 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   end
   assign \port__data$35  = _2_;
   always @(posedge clk)
-    slot_c1 <= \$36 ;
+    slot_c1 <= \$40 ;
   always @(posedge clk)
-    readout_weights_reads <= \$37 ;
+    readout_weights_reads <= \$41 ;
   always @(posedge clk)
-    readout_weights_writes <= \$38 ;
+    readout_weights_writes <= \$42 ;
   always @(posedge clk)
-    readout_bias_reads <= \$39 ;
+    readout_bias_reads <= \$43 ;
   always @(posedge clk)
-    readout_bias_writes <= \$40 ;
+    readout_bias_writes <= \$44 ;
   always @(posedge clk)
-    readout_acc_reads <= \$41 ;
+    readout_acc_reads <= \$45 ;
   always @(posedge clk)
-    readout_acc_writes <= \$42 ;
+    readout_acc_writes <= \$46 ;
   always @(posedge clk)
-    slot_c2 <= \$43 ;
+    slot_c2 <= \$47 ;
   always @(posedge clk)
-    use_acc2a <= \$44 ;
+    use_acc2a <= \$48 ;
   always @(posedge clk)
-    readout_macs <= \$45 ;
+    readout_macs <= \$49 ;
   always @(posedge clk)
-    slot_c2a <= \$46 ;
+    slot_c2a <= \$50 ;
   always @(posedge clk)
-    slot_c2b <= \$47 ;
+    slot_c2b <= \$51 ;
   always @(posedge clk)
-    \slot$54  <= \$48 ;
+    \slot$54  <= \$52 ;
   assign \$1  = config__payload[2:0] == 3'h4;
   assign \$2  = config__valid & \$1 ;
   assign \$3  = \$2  << config__payload[9:8];
@@ -7285,28 +7289,30 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   assign \$9  = slot_c1[0] & \$8 ;
   assign use_acc = ~ slot_c2[9];
   assign \$11  = slot_c2[0] & slot_c2[6];
+  assign \$15  = slot_c2[1] * 1'h1;
+  assign \$16  = \$15  + 1'h0;
   assign weights = slot_c2[11] ? 16'h0000 : \port__data$35 ;
-  assign \$13  = use_acc2a ? \port__data$41 [26:0] : { \port__data$40 [23], \port__data$40 [23], \port__data$40 [23], \port__data$40 [23:0] };
-  assign \$14  = use_acc2a ? \port__data$41 [53:27] : { \port__data$40 [47], \port__data$40 [47], \port__data$40 [47], \port__data$40 [47:24] };
-  assign \$15  = 1'h0 + port__en;
-  assign \$16  = readout_weights_reads + \$15 ;
-  assign \$17  = | \$3 [1:0];
-  assign \$18  = 1'h0 + \$17 ;
-  assign \$19  = readout_weights_writes + \$18 ;
-  assign \$20  = 1'h0 + \port__en$16 ;
-  assign \$21  = readout_bias_reads + \$20 ;
-  assign \$22  = | \$6 [1:0];
-  assign \$23  = 1'h0 + \$22 ;
-  assign \$24  = readout_bias_writes + \$23 ;
-  assign \$25  = 1'h0 + \port__en$20 ;
-  assign \$26  = readout_acc_reads + \$25 ;
-  assign \$28  = 1'h0 + \$27 ;
-  assign \$29  = readout_acc_writes + \$28 ;
-  assign \$30  = ~ slot_c2[11];
-  assign \$31  = slot_c2[0] & \$30 ;
-  assign \$32  = | slot_c2[31:15];
-  assign \$33  = \$31  & \$32 ;
-  assign \$35  = readout_macs + 2'h2;
+  assign \$17  = use_acc2a ? \port__data$41 [26:0] : { \port__data$40 [23], \port__data$40 [23], \port__data$40 [23], \port__data$40 [23:0] };
+  assign \$18  = use_acc2a ? \port__data$41 [53:27] : { \port__data$40 [47], \port__data$40 [47], \port__data$40 [47], \port__data$40 [47:24] };
+  assign \$19  = 1'h0 + port__en;
+  assign \$20  = readout_weights_reads + \$19 ;
+  assign \$21  = | \$3 [1:0];
+  assign \$22  = 1'h0 + \$21 ;
+  assign \$23  = readout_weights_writes + \$22 ;
+  assign \$24  = 1'h0 + \port__en$16 ;
+  assign \$25  = readout_bias_reads + \$24 ;
+  assign \$26  = | \$6 [1:0];
+  assign \$27  = 1'h0 + \$26 ;
+  assign \$28  = readout_bias_writes + \$27 ;
+  assign \$29  = 1'h0 + \port__en$20 ;
+  assign \$30  = readout_acc_reads + \$29 ;
+  assign \$32  = 1'h0 + \$31 ;
+  assign \$33  = readout_acc_writes + \$32 ;
+  assign \$34  = ~ slot_c2[11];
+  assign \$35  = slot_c2[0] & \$34 ;
+  assign \$36  = | slot_c2[31:15];
+  assign \$37  = \$35  & \$36 ;
+  assign \$39  = readout_macs + 2'h2;
   \accelerator.readout.front.issue  issue (
     .clk(clk),
     .credit(credit),
@@ -7335,100 +7341,6 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$36  = slot;
-    if (rst) begin
-      \$36  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$37  = \$16 [31:0];
-    if (rst) begin
-      \$37  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$38  = \$19 [31:0];
-    if (rst) begin
-      \$38  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$39  = \$21 [31:0];
-    if (rst) begin
-      \$39  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$40  = \$24 [31:0];
-    if (rst) begin
-      \$40  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$41  = \$26 [31:0];
-    if (rst) begin
-      \$41  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$42  = \$29 [31:0];
-    if (rst) begin
-      \$42  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$43  = slot_c1;
-    if (rst) begin
-      \$43  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$44  = use_acc;
-    if (rst) begin
-      \$44  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$45  = readout_macs;
-    if (\$34 ) begin
-      \$45  = \$35 [31:0];
-    end
-    if (rst) begin
-      \$45  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$46  = slot_c2;
-    if (rst) begin
-      \$46  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$47  = slot_c2a;
-    if (rst) begin
-      \$47  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$48  = slot_c2b;
-    if (rst) begin
-      \$48  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     port__en = 1'h0;
     if (\$10 ) begin
       port__en = 1'h1;
@@ -7437,10 +7349,9 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \port__en$16  = 1'h0;
-    if (\$12 ) begin
-      (* full_case = 32'd1 *)
-      if (use_acc) begin
-      end else begin
+    if (\$11 ) begin
+      if (\$12 ) begin
+      end else if (\$14 ) begin
         \port__en$16  = 1'h1;
       end
     end
@@ -7448,10 +7359,104 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \port__en$20  = 1'h0;
-    if (\$12 ) begin
-      if (use_acc) begin
+    if (\$11 ) begin
+      if (\$12 ) begin
         \port__en$20  = 1'h1;
       end
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$40  = slot;
+    if (rst) begin
+      \$40  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$41  = \$20 [31:0];
+    if (rst) begin
+      \$41  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$42  = \$23 [31:0];
+    if (rst) begin
+      \$42  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$43  = \$25 [31:0];
+    if (rst) begin
+      \$43  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$44  = \$28 [31:0];
+    if (rst) begin
+      \$44  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$45  = \$30 [31:0];
+    if (rst) begin
+      \$45  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$46  = \$33 [31:0];
+    if (rst) begin
+      \$46  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$47  = slot_c1;
+    if (rst) begin
+      \$47  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$48  = use_acc;
+    if (rst) begin
+      \$48  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$49  = readout_macs;
+    if (\$38 ) begin
+      \$49  = \$39 [31:0];
+    end
+    if (rst) begin
+      \$49  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$50  = slot_c2;
+    if (rst) begin
+      \$50  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$51  = slot_c2a;
+    if (rst) begin
+      \$51  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$52  = slot_c2b;
+    if (rst) begin
+      \$52  = 32'd0;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -7560,16 +7565,18 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   assign \slot$54.empty  = \slot$54 [11];
   assign \slot$54.index  = \slot$54 [14:12];
   assign \slot$54.value  = \slot$54 [31:15];
-  assign seeds[53:27] = \$14 ;
-  assign seeds[26:0] = \$13 ;
+  assign seeds[53:27] = \$18 ;
+  assign seeds[26:0] = \$17 ;
   assign \port__data$19 [47:24] = config__payload[33:10];
   assign \port__data$19 [23:0] = config__payload[33:10];
   assign port__data[15:8] = config__payload[17:10];
   assign port__data[7:0] = config__payload[17:10];
   assign \$10  = \$9 ;
-  assign \$12  = \$11 ;
-  assign \$27  = acc_write[1];
-  assign \$34  = \$33 ;
+  assign \$12  = use_acc;
+  assign \$13  = slot_c2[9];
+  assign \$14  = slot_c2[9];
+  assign \$31  = acc_write[1];
+  assign \$38  = \$37 ;
 endmodule
 
 (* generator = "Amaranth" *)
@@ -7587,76 +7594,77 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   wire \$18 ;
   wire \$19 ;
   wire \$2 ;
-  wire [3:0] \$20 ;
-  wire [4:0] \$21 ;
-  wire \$22 ;
+  wire \$20 ;
+  wire [3:0] \$21 ;
+  wire [4:0] \$22 ;
   wire \$23 ;
-  wire [2:0] \$24 ;
-  wire [16:0] \$25 ;
-  wire [1:0] \$26 ;
-  wire [32:0] \$27 ;
-  wire \$28 ;
-  wire [1:0] \$29 ;
+  wire \$24 ;
+  wire [2:0] \$25 ;
+  wire [16:0] \$26 ;
+  wire [1:0] \$27 ;
+  wire [32:0] \$28 ;
+  wire \$29 ;
   wire \$3 ;
-  wire [32:0] \$30 ;
-  wire \$31 ;
+  wire [1:0] \$30 ;
+  wire [32:0] \$31 ;
   wire \$32 ;
   wire \$33 ;
-  wire [4:0] \$34 ;
-  wire \$35 ;
+  wire \$34 ;
+  wire [4:0] \$35 ;
   wire \$36 ;
-  wire [32:0] \$37 ;
-  wire [4:0] \$38 ;
-  wire \$39 ;
+  wire \$37 ;
+  wire [32:0] \$38 ;
+  wire [4:0] \$39 ;
   wire [3:0] \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
-  wire [3:0] \$43 ;
-  reg [3:0] \$44 ;
-  wire \$45 ;
+  wire \$43 ;
+  wire [3:0] \$44 ;
+  reg [3:0] \$45 ;
   wire \$46 ;
-  wire [32:0] \$47 ;
-  wire \$48 ;
-  wire [32:0] \$49 ;
+  wire \$47 ;
+  wire [32:0] \$48 ;
+  wire \$49 ;
   wire [4:0] \$5 ;
-  wire \$50 ;
+  wire [32:0] \$50 ;
   wire \$51 ;
   wire \$52 ;
   wire \$53 ;
   wire \$54 ;
-  wire [1:0] \$55 ;
-  wire [4:0] \$56 ;
-  wire \$57 ;
+  wire \$55 ;
+  wire [1:0] \$56 ;
+  wire [4:0] \$57 ;
   wire \$58 ;
-  wire [32:0] \$59 ;
+  wire \$59 ;
   wire [19:0] \$6 ;
-  wire [4:0] \$60 ;
-  reg [31:0] \$61 ;
+  wire [32:0] \$60 ;
+  wire [4:0] \$61 ;
   reg [31:0] \$62 ;
-  reg [3:0] \$63 ;
-  reg [31:0] \$64 ;
-  reg [1:0] \$65 ;
-  reg [3:0] \$66 ;
+  reg [31:0] \$63 ;
+  reg [3:0] \$64 ;
+  reg [31:0] \$65 ;
+  reg [1:0] \$66 ;
   reg [3:0] \$67 ;
-  reg [1:0] \$68 ;
+  reg [3:0] \$68 ;
   reg [1:0] \$69 ;
   wire \$7 ;
-  reg \$70 ;
+  reg [1:0] \$70 ;
   reg \$71 ;
-  reg [31:0] \$72 ;
-  reg [2:0] \$73 ;
-  reg \$74 ;
-  reg [3:0] \$75 ;
+  reg \$72 ;
+  reg [31:0] \$73 ;
+  reg [2:0] \$74 ;
+  reg \$75 ;
   reg [3:0] \$76 ;
   reg [3:0] \$77 ;
-  reg \$78 ;
+  reg [3:0] \$78 ;
   reg \$79 ;
   wire \$8 ;
-  reg [31:0] \$80 ;
+  reg \$80 ;
   reg [31:0] \$81 ;
-  reg \$82 ;
-  reg [31:0] \$83 ;
+  reg [31:0] \$82 ;
+  reg \$83 ;
+  reg [31:0] \$84 ;
   wire \$9 ;
   reg [1:0] \$signal  = 2'h0;
   reg [1:0] \$signal$31  = 2'h0;
@@ -7770,89 +7778,90 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     end
   end
   assign rd__data = _0_;
-  assign \$14  = \$13  | credit;
-  assign issue = busy & \$16 ;
-  assign \$17  = ! slot;
-  assign \$18  = issue & \$17 ;
-  assign \$20  = rbank ? 4'h8 : 4'h0;
-  assign \$21  = \$20  + slot;
-  assign \$22  = | n_items;
-  assign \$24  = meta[11] ? 3'h0 : rd__data[2:0];
-  assign \$25  = meta[11] ? 17'h00000 : rd__data[19:3];
-  assign \$26  = 1'h0 + rd__en;
-  assign \$27  = readout_items_reads + \$26 ;
-  assign \$29  = 1'h0 + \$28 ;
-  assign \$30  = readout_items_writes + \$29 ;
-  assign \$31  = \$signal  >> wbank;
-  assign \$32  = ~ \$31 ;
-  assign \$33  = items__valid & \$32 ;
-  assign \$34  = wcount + 1'h1;
-  assign \$35  = ~ stored;
-  assign \$36  = nonzero & \$35 ;
-  assign \$37  = readout_item_overflows + 1'h1;
-  assign \$38  = wcount + stored;
-  assign \$39  = ~ wbank;
-  assign \$40  = ~ busy;
-  assign \$41  = | drain;
-  assign \$42  = \$signal  >> rbank;
-  assign \$43  = drain - 1'h1;
-  assign \$45  = \$signal$31  >> rbank;
-  assign \$46  = \$signal$33  >> rbank;
-  assign \$47  = readout_busy_cycles + 1'h1;
-  assign \$48  = ~ issue;
-  assign \$49  = readout_stall_cycles + 1'h1;
-  assign \$50  = ! slot;
-  assign \$53  = ! n_items;
-  assign \$56  = base + 4'h8;
-  assign \$58  = ~ rbank;
-  assign \$59  = readout_steps + 1'h1;
-  assign \$60  = slot + 1'h1;
+  assign \$12  = | slot;
+  assign \$15  = \$14  | credit;
+  assign issue = \$11  & \$17 ;
+  assign \$18  = ! slot;
+  assign \$19  = issue & \$18 ;
+  assign \$21  = rbank ? 4'h8 : 4'h0;
+  assign \$22  = \$21  + slot;
+  assign \$23  = | n_items;
+  assign \$25  = meta[11] ? 3'h0 : rd__data[2:0];
+  assign \$26  = meta[11] ? 17'h00000 : rd__data[19:3];
+  assign \$27  = 1'h0 + rd__en;
+  assign \$28  = readout_items_reads + \$27 ;
+  assign \$30  = 1'h0 + \$29 ;
+  assign \$31  = readout_items_writes + \$30 ;
+  assign \$32  = \$signal  >> wbank;
+  assign \$33  = ~ \$32 ;
+  assign \$34  = items__valid & \$33 ;
+  assign \$35  = wcount + 1'h1;
+  assign \$36  = ~ stored;
+  assign \$37  = nonzero & \$36 ;
+  assign \$38  = readout_item_overflows + 1'h1;
+  assign \$39  = wcount + stored;
+  assign \$40  = ~ wbank;
+  assign \$41  = ~ busy;
+  assign \$42  = | drain;
+  assign \$43  = \$signal  >> rbank;
+  assign \$44  = drain - 1'h1;
+  assign \$46  = \$signal$31  >> rbank;
+  assign \$47  = \$signal$33  >> rbank;
+  assign \$48  = readout_busy_cycles + 1'h1;
+  assign \$49  = ~ issue;
+  assign \$50  = readout_stall_cycles + 1'h1;
+  assign \$51  = ! slot;
+  assign \$54  = ! n_items;
+  assign \$57  = base + 4'h8;
+  assign \$59  = ~ rbank;
+  assign \$60  = readout_steps + 1'h1;
+  assign \$61  = slot + 1'h1;
   always @(posedge clk)
-    readout_items_reads <= \$61 ;
+    readout_items_reads <= \$62 ;
   always @(posedge clk)
-    readout_items_writes <= \$62 ;
+    readout_items_writes <= \$63 ;
   always @(posedge clk)
-    wcount <= \$63 ;
+    wcount <= \$64 ;
   always @(posedge clk)
-    readout_item_overflows <= \$64 ;
+    readout_item_overflows <= \$65 ;
   always @(posedge clk)
-    \$signal  <= \$65 ;
+    \$signal  <= \$66 ;
   always @(posedge clk)
-    bank0_count <= \$66 ;
+    bank0_count <= \$67 ;
   always @(posedge clk)
-    bank1_count <= \$67 ;
+    bank1_count <= \$68 ;
   always @(posedge clk)
-    \$signal$31  <= \$68 ;
+    \$signal$31  <= \$69 ;
   always @(posedge clk)
-    \$signal$33  <= \$69 ;
+    \$signal$33  <= \$70 ;
   always @(posedge clk)
-    next_first <= \$70 ;
+    next_first <= \$71 ;
   always @(posedge clk)
-    wbank <= \$71 ;
+    wbank <= \$72 ;
   always @(posedge clk)
-    meta <= \$72 ;
+    meta <= \$73 ;
   always @(posedge clk)
-    drain <= \$73 ;
+    drain <= \$74 ;
   always @(posedge clk)
-    busy <= \$74 ;
+    busy <= \$75 ;
   always @(posedge clk)
-    n_items <= \$75 ;
+    n_items <= \$76 ;
   always @(posedge clk)
-    base <= \$76 ;
+    base <= \$77 ;
   always @(posedge clk)
-    slot <= \$77 ;
+    slot <= \$78 ;
   always @(posedge clk)
-    seq_first <= \$78 ;
+    seq_first <= \$79 ;
   always @(posedge clk)
-    seq_end <= \$79 ;
+    seq_end <= \$80 ;
   always @(posedge clk)
-    readout_busy_cycles <= \$80 ;
+    readout_busy_cycles <= \$81 ;
   always @(posedge clk)
-    readout_stall_cycles <= \$81 ;
+    readout_stall_cycles <= \$82 ;
   always @(posedge clk)
-    rbank <= \$82 ;
+    rbank <= \$83 ;
   always @(posedge clk)
-    readout_steps <= \$83 ;
+    readout_steps <= \$84 ;
   assign \$1  = \$signal  >> wbank;
   assign \$2  = ~ \$1 ;
   assign nonzero = | items__payload[19:3];
@@ -7866,22 +7875,21 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   assign \$9  = items__valid & \$8 ;
   assign \$10  = slot + 1'h1;
   assign last_slot = \$10  >= n_items;
-  assign \$11  = | slot;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
-          \$44  = bank0_count;
+          \$45  = bank0_count;
       1'h1:
-          \$44  = bank1_count;
+          \$45  = bank1_count;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     rd__en = 1'h0;
     if (issue) begin
-      rd__en = \$23 ;
+      rd__en = \$24 ;
     end
   end
   always @* begin
@@ -7897,107 +7905,89 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     rd__addr = 4'h0;
     if (issue) begin
-      rd__addr = \$21 [3:0];
+      rd__addr = \$22 [3:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$61  = \$27 [31:0];
-    if (rst) begin
-      \$61  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$62  = \$30 [31:0];
+    \$62  = \$28 [31:0];
     if (rst) begin
       \$62  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$63  = wcount;
-    if (\$33 ) begin
+    \$63  = \$31 [31:0];
+    if (rst) begin
+      \$63  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$64  = wcount;
+    if (\$34 ) begin
       if (stored) begin
-        \$63  = \$34 [3:0];
+        \$64  = \$35 [3:0];
       end
       if (items__payload[20]) begin
-        \$63  = 4'h0;
+        \$64  = 4'h0;
       end
     end
     if (rst) begin
-      \$63  = 4'h0;
+      \$64  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$64  = readout_item_overflows;
-    if (\$33 ) begin
-      if (\$36 ) begin
-        \$64  = \$37 [31:0];
+    \$65  = readout_item_overflows;
+    if (\$34 ) begin
+      if (\$37 ) begin
+        \$65  = \$38 [31:0];
       end
     end
     if (rst) begin
-      \$64  = 32'd0;
+      \$65  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$65  = \$signal ;
-    if (\$33 ) begin
+    \$66  = \$signal ;
+    if (\$34 ) begin
       if (items__payload[20]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$65 [0] = 1'h1;
+              \$66 [0] = 1'h1;
           1'h1:
-              \$65 [1] = 1'h1;
+              \$66 [1] = 1'h1;
         endcase
       end
     end
     if (issue) begin
-      if (\$54 ) begin
-        if (\$57 ) begin
+      if (\$55 ) begin
+        if (\$58 ) begin
           (* full_case = 32'd1 *)
           casez (rbank)
             1'h0:
-                \$65 [0] = 1'h0;
+                \$66 [0] = 1'h0;
             1'h1:
-                \$65 [1] = 1'h0;
+                \$66 [1] = 1'h0;
           endcase
         end
       end
     end
     if (rst) begin
-      \$65  = 2'h0;
+      \$66  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$66  = bank0_count;
-    if (\$33 ) begin
+    \$67  = bank0_count;
+    if (\$34 ) begin
       if (items__payload[20]) begin
         casez (wbank)
           1'h0:
-              \$66  = \$38 [3:0];
-        endcase
-      end
-    end
-    if (rst) begin
-      \$66  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$67  = bank1_count;
-    if (\$33 ) begin
-      if (items__payload[20]) begin
-        (* full_case = 32'd1 *)
-        casez (wbank)
-          1'h0:
-              /* empty */;
-          1'h1:
-              \$67  = \$38 [3:0];
+              \$67  = \$39 [3:0];
         endcase
       end
     end
@@ -8007,33 +7997,33 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$68  = \$signal$31 ;
-    if (\$33 ) begin
+    \$68  = bank1_count;
+    if (\$34 ) begin
       if (items__payload[20]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$68 [0] = next_first;
+              /* empty */;
           1'h1:
-              \$68 [1] = next_first;
+              \$68  = \$39 [3:0];
         endcase
       end
     end
     if (rst) begin
-      \$68  = 2'h0;
+      \$68  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$69  = \$signal$33 ;
-    if (\$33 ) begin
+    \$69  = \$signal$31 ;
+    if (\$34 ) begin
       if (items__payload[20]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$69 [0] = items__payload[21];
+              \$69 [0] = next_first;
           1'h1:
-              \$69 [1] = items__payload[21];
+              \$69 [1] = next_first;
         endcase
       end
     end
@@ -8043,110 +8033,110 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$70  = next_first;
-    if (\$33 ) begin
+    \$70  = \$signal$33 ;
+    if (\$34 ) begin
       if (items__payload[20]) begin
-        \$70  = items__payload[21];
+        (* full_case = 32'd1 *)
+        casez (wbank)
+          1'h0:
+              \$70 [0] = items__payload[21];
+          1'h1:
+              \$70 [1] = items__payload[21];
+        endcase
       end
     end
     if (rst) begin
-      \$70  = 1'h1;
+      \$70  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$71  = wbank;
-    if (\$33 ) begin
+    \$71  = next_first;
+    if (\$34 ) begin
       if (items__payload[20]) begin
-        \$71  = \$39 ;
+        \$71  = items__payload[21];
       end
     end
     if (rst) begin
-      \$71  = 1'h0;
+      \$71  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$72 [31:1] = meta[31:1];
-    \$72 [0] = issue;
-    if (issue) begin
-      \$72 [1] = 1'h0;
-      \$72 [5:2] = base;
-      \$72 [6] = \$50 ;
-      \$72 [7] = \$51 ;
-      \$72 [8] = \$52 ;
-      \$72 [9] = seq_first;
-      \$72 [10] = seq_end;
-      \$72 [11] = \$53 ;
+    \$72  = wbank;
+    if (\$34 ) begin
+      if (items__payload[20]) begin
+        \$72  = \$40 ;
+      end
     end
     if (rst) begin
-      \$72  = 32'd0;
+      \$72  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$73  = drain;
-    if (\$40 ) begin
-      if (\$41 ) begin
-        \$73  = \$43 [2:0];
+    \$73 [31:1] = meta[31:1];
+    \$73 [0] = issue;
+    if (issue) begin
+      \$73 [1] = 1'h0;
+      \$73 [5:2] = base;
+      \$73 [6] = \$51 ;
+      \$73 [7] = \$52 ;
+      \$73 [8] = \$53 ;
+      \$73 [9] = seq_first;
+      \$73 [10] = seq_end;
+      \$73 [11] = \$54 ;
+    end
+    if (rst) begin
+      \$73  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$74  = drain;
+    if (\$41 ) begin
+      if (\$42 ) begin
+        \$74  = \$44 [2:0];
       end
     end
     if (issue) begin
-      if (\$54 ) begin
-        if (\$57 ) begin
-          \$73  = 3'h3;
+      if (\$55 ) begin
+        if (\$58 ) begin
+          \$74  = 3'h3;
         end
       end
     end
     if (rst) begin
-      \$73  = 3'h0;
+      \$74  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$74  = busy;
-    if (\$40 ) begin
-      if (\$41 ) begin
-      end else if (\$42 ) begin
-        \$74  = 1'h1;
+    \$75  = busy;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
+        \$75  = 1'h1;
       end
     end
     if (issue) begin
-      if (\$54 ) begin
-        if (\$57 ) begin
-          \$74  = 1'h0;
+      if (\$55 ) begin
+        if (\$58 ) begin
+          \$75  = 1'h0;
         end
       end
     end
     if (rst) begin
-      \$74  = 1'h0;
+      \$75  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$75  = n_items;
-    if (\$40 ) begin
-      if (\$41 ) begin
-      end else if (\$42 ) begin
-        \$75  = \$44 ;
-      end
-    end
-    if (rst) begin
-      \$75  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$76  = base;
-    if (\$40 ) begin
-      if (\$41 ) begin
-      end else if (\$42 ) begin
-        \$76  = 4'h0;
-      end
-    end
-    if (issue) begin
-      if (\$54 ) begin
-        \$76  = \$56 [3:0];
+    \$76  = n_items;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
+        \$76  = \$45 ;
       end
     end
     if (rst) begin
@@ -8155,19 +8145,16 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$77  = slot;
-    if (\$40 ) begin
-      if (\$41 ) begin
-      end else if (\$42 ) begin
+    \$77  = base;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
         \$77  = 4'h0;
       end
     end
     if (issue) begin
-      (* full_case = 32'd1 *)
-      if (\$54 ) begin
-        \$77  = 4'h0;
-      end else if (1'h1) begin
-        \$77  = \$60 [3:0];
+      if (\$55 ) begin
+        \$77  = \$57 [3:0];
       end
     end
     if (rst) begin
@@ -8176,23 +8163,31 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$78  = seq_first;
-    if (\$40 ) begin
-      if (\$41 ) begin
-      end else if (\$42 ) begin
-        \$78  = \$45 ;
+    \$78  = slot;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
+        \$78  = 4'h0;
+      end
+    end
+    if (issue) begin
+      (* full_case = 32'd1 *)
+      if (\$55 ) begin
+        \$78  = 4'h0;
+      end else if (1'h1) begin
+        \$78  = \$61 [3:0];
       end
     end
     if (rst) begin
-      \$78  = 1'h0;
+      \$78  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$79  = seq_end;
-    if (\$40 ) begin
-      if (\$41 ) begin
-      end else if (\$42 ) begin
+    \$79  = seq_first;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
         \$79  = \$46 ;
       end
     end
@@ -8202,25 +8197,24 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$80  = readout_busy_cycles;
-    (* full_case = 32'd1 *)
-    if (\$40 ) begin
-    end else begin
-      \$80  = \$47 [31:0];
+    \$80  = seq_end;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
+        \$80  = \$47 ;
+      end
     end
     if (rst) begin
-      \$80  = 32'd0;
+      \$80  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$81  = readout_stall_cycles;
+    \$81  = readout_busy_cycles;
     (* full_case = 32'd1 *)
-    if (\$40 ) begin
+    if (\$41 ) begin
     end else begin
-      if (\$48 ) begin
-        \$81  = \$49 [31:0];
-      end
+      \$81  = \$48 [31:0];
     end
     if (rst) begin
       \$81  = 32'd0;
@@ -8228,30 +8222,44 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$82  = rbank;
-    if (issue) begin
-      if (\$54 ) begin
-        if (\$57 ) begin
-          \$82  = \$58 ;
-        end
+    \$82  = readout_stall_cycles;
+    (* full_case = 32'd1 *)
+    if (\$41 ) begin
+    end else begin
+      if (\$49 ) begin
+        \$82  = \$50 [31:0];
       end
     end
     if (rst) begin
-      \$82  = 1'h0;
+      \$82  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$83  = readout_steps;
+    \$83  = rbank;
     if (issue) begin
-      if (\$54 ) begin
-        if (\$57 ) begin
-          \$83  = \$59 [31:0];
+      if (\$55 ) begin
+        if (\$58 ) begin
+          \$83  = \$59 ;
         end
       end
     end
     if (rst) begin
-      \$83  = 32'd0;
+      \$83  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$84  = readout_steps;
+    if (issue) begin
+      if (\$55 ) begin
+        if (\$58 ) begin
+          \$84  = \$60 [31:0];
+        end
+      end
+    end
+    if (rst) begin
+      \$84  = 32'd0;
     end
   end
   assign wr__addr = \$5 [3:0];
@@ -8281,8 +8289,8 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   assign \meta.empty  = meta[11];
   assign \meta.index  = meta[14:12];
   assign \meta.value  = meta[31:15];
-  assign \slot$21 [31:15] = \$25 ;
-  assign \slot$21 [14:12] = \$24 ;
+  assign \slot$21 [31:15] = \$26 ;
+  assign \slot$21 [14:12] = \$25 ;
   assign \slot$21 [11] = meta[11];
   assign \slot$21 [10] = meta[10];
   assign \slot$21 [9] = meta[9];
@@ -8294,19 +8302,20 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   assign \slot$21 [0] = meta[0];
   assign items__ready = \$2 ;
   assign \$6  = { items__payload[19:3], 3'h0 };
-  assign \$12  = 1'h0;
-  assign \$13  = \$11 ;
-  assign \$15  = 1'h0;
-  assign \$16  = \$14 ;
-  assign \$19  = \$18 ;
-  assign starting = \$18 ;
-  assign \$23  = \$22 ;
-  assign \$28  = wr__en;
-  assign \$51  = last_slot;
-  assign \$52  = 1'h1;
-  assign \$54  = last_slot;
-  assign \$55  = 2'h1;
-  assign \$57  = 1'h1;
+  assign \$11  = busy;
+  assign \$13  = 1'h0;
+  assign \$14  = \$12 ;
+  assign \$16  = 1'h0;
+  assign \$17  = \$15 ;
+  assign \$20  = \$19 ;
+  assign starting = \$19 ;
+  assign \$24  = \$23 ;
+  assign \$29  = wr__en;
+  assign \$52  = last_slot;
+  assign \$53  = 1'h1;
+  assign \$55  = last_slot;
+  assign \$56  = 2'h1;
+  assign \$58  = 1'h1;
 endmodule
 
 (* generator = "Amaranth" *)

@@ -2425,42 +2425,42 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
   wire \$11 ;
   wire \$12 ;
   wire \$13 ;
-  wire \$14 ;
-  wire [1:0] \$15 ;
-  wire [32:0] \$16 ;
-  wire \$17 ;
-  wire [1:0] \$18 ;
-  wire [32:0] \$19 ;
+  wire [1:0] \$14 ;
+  wire [32:0] \$15 ;
+  wire \$16 ;
+  wire [1:0] \$17 ;
+  wire [32:0] \$18 ;
+  wire [1:0] \$19 ;
   wire \$2 ;
-  wire [1:0] \$20 ;
-  wire [32:0] \$21 ;
-  wire \$22 ;
-  wire [1:0] \$23 ;
-  wire [32:0] \$24 ;
-  wire [1:0] \$25 ;
-  wire [32:0] \$26 ;
-  wire \$27 ;
-  wire [1:0] \$28 ;
-  wire [32:0] \$29 ;
+  wire [32:0] \$20 ;
+  wire \$21 ;
+  wire [1:0] \$22 ;
+  wire [32:0] \$23 ;
+  wire [1:0] \$24 ;
+  wire [32:0] \$25 ;
+  wire \$26 ;
+  wire [1:0] \$27 ;
+  wire [32:0] \$28 ;
+  wire [1:0] \$29 ;
   wire \$3 ;
-  wire [1:0] \$30 ;
-  wire [32:0] \$31 ;
-  wire \$32 ;
-  wire [1:0] \$33 ;
-  wire [32:0] \$34 ;
+  wire [32:0] \$30 ;
+  wire \$31 ;
+  wire [1:0] \$32 ;
+  wire [32:0] \$33 ;
+  wire \$34 ;
   wire \$35 ;
   wire \$36 ;
   wire \$37 ;
   wire \$38 ;
-  wire \$39 ;
+  wire [1:0] \$39 ;
   wire \$4 ;
-  wire [1:0] \$40 ;
-  wire [2:0] \$41 ;
-  wire [3:0] \$42 ;
-  wire [4:0] \$43 ;
-  wire [6:0] \$44 ;
-  wire [32:0] \$45 ;
-  reg [30:0] \$46 ;
+  wire [2:0] \$40 ;
+  wire [3:0] \$41 ;
+  wire [4:0] \$42 ;
+  wire [6:0] \$43 ;
+  wire [32:0] \$44 ;
+  reg [30:0] \$45 ;
+  reg [31:0] \$46 ;
   reg [31:0] \$47 ;
   reg [31:0] \$48 ;
   reg [31:0] \$49 ;
@@ -2469,16 +2469,15 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
   reg [31:0] \$51 ;
   reg [31:0] \$52 ;
   reg [31:0] \$53 ;
-  reg [31:0] \$54 ;
-  reg [30:0] \$55 ;
-  reg \$56 ;
-  reg [31:0] \$57 ;
-  reg [30:0] \$58 ;
-  reg [31:0] \$59 ;
+  reg [30:0] \$54 ;
+  reg \$55 ;
+  reg [31:0] \$56 ;
+  reg [30:0] \$57 ;
+  reg [31:0] \$58 ;
+  reg [63:0] \$59 ;
   wire \$6 ;
-  reg [63:0] \$60 ;
+  reg [30:0] \$60 ;
   reg [30:0] \$61 ;
-  reg [30:0] \$62 ;
   wire [7:0] \$7 ;
   wire [6:0] \$8 ;
   wire \$9 ;
@@ -2587,7 +2586,7 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
   wire [1:0] \port__addr$23 ;
   wire [1:0] \port__addr$27 ;
   wire [5:0] \port__addr$31 ;
-  wire [1:0] \port__addr$33 ;
+  wire [1:0] \port__addr$34 ;
   reg [1:0] \port__addr$46 ;
   reg [1:0] \port__addr$47 ;
   wire [63:0] port__data;
@@ -2877,50 +2876,48 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
     end
   end
   assign \port__data$40  = _3_;
-  assign \$35  = ~ slot_c2[18];
-  assign \$36  = slot_c2[4] & \$35 ;
-  assign \$37  = | slot_c2[30:23];
-  assign \$38  = \$36  & \$37 ;
-  assign \$40  = 1'h0 + slot_c2[0];
-  assign \$41  = \$40  + slot_c2[1];
-  assign \$42  = \$41  + slot_c2[2];
-  assign \$43  = \$42  + slot_c2[3];
-  assign \$44  = \$43  * 2'h2;
-  assign \$45  = layer0_macs + \$44 ;
+  assign \$36  = | slot_c2[30:23];
+  assign \$37  = \$35  & \$36 ;
+  assign \$39  = 1'h0 + slot_c2[0];
+  assign \$40  = \$39  + slot_c2[1];
+  assign \$41  = \$40  + slot_c2[2];
+  assign \$42  = \$41  + slot_c2[3];
+  assign \$43  = \$42  * 2'h2;
+  assign \$44  = layer0_macs + \$43 ;
   always @(posedge clk)
-    slot_c1 <= \$46 ;
+    slot_c1 <= \$45 ;
   always @(posedge clk)
-    layer0_weights_reads <= \$47 ;
+    layer0_weights_reads <= \$46 ;
   always @(posedge clk)
-    layer0_weights_writes <= \$48 ;
+    layer0_weights_writes <= \$47 ;
   always @(posedge clk)
-    layer0_bias_reads <= \$49 ;
+    layer0_bias_reads <= \$48 ;
   always @(posedge clk)
-    layer0_bias_writes <= \$50 ;
+    layer0_bias_writes <= \$49 ;
   always @(posedge clk)
-    layer0_params_reads <= \$51 ;
+    layer0_params_reads <= \$50 ;
   always @(posedge clk)
-    layer0_params_writes <= \$52 ;
+    layer0_params_writes <= \$51 ;
   always @(posedge clk)
-    layer0_state_reads <= \$53 ;
+    layer0_state_reads <= \$52 ;
   always @(posedge clk)
-    layer0_state_writes <= \$54 ;
+    layer0_state_writes <= \$53 ;
   always @(posedge clk)
-    slot_c2 <= \$55 ;
+    slot_c2 <= \$54 ;
   always @(posedge clk)
-    use_acc2a <= \$56 ;
+    use_acc2a <= \$55 ;
   always @(posedge clk)
-    layer0_macs <= \$57 ;
+    layer0_macs <= \$56 ;
   always @(posedge clk)
-    slot_c2a <= \$58 ;
+    slot_c2a <= \$57 ;
   always @(posedge clk)
-    params <= \$59 ;
+    params <= \$58 ;
   always @(posedge clk)
-    state <= \$60 ;
+    state <= \$59 ;
   always @(posedge clk)
-    slot_c2b <= \$61 ;
+    slot_c2b <= \$60 ;
   always @(posedge clk)
-    \slot$66  <= \$62 ;
+    \slot$66  <= \$61 ;
   assign \$1  = ! config__payload[3:0];
   assign \$2  = config__valid & \$1 ;
   assign \port__en$16  = \$2  << config__payload[12:10];
@@ -2935,26 +2932,28 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
   assign \$10  = slot_c1[4] & \$9 ;
   assign \$12  = slot_c2[4] & slot_c2[13];
   assign weights = slot_c2[18] ? 64'h0000000000000000 : \port__data$40 ;
-  assign \$14  = slot_c2a[4] & slot_c2a[14];
-  assign \$15  = 1'h0 + port__en;
-  assign \$16  = layer0_weights_reads + \$15 ;
-  assign \$17  = | \port__en$16 ;
-  assign \$18  = 1'h0 + \$17 ;
-  assign \$19  = layer0_weights_writes + \$18 ;
-  assign \$20  = 1'h0 + \port__en$18 ;
-  assign \$21  = layer0_bias_reads + \$20 ;
-  assign \$22  = | \port__en$20 ;
-  assign \$23  = 1'h0 + \$22 ;
-  assign \$24  = layer0_bias_writes + \$23 ;
-  assign \$25  = 1'h0 + \port__en$22 ;
-  assign \$26  = layer0_params_reads + \$25 ;
-  assign \$27  = | \$7 [3:0];
-  assign \$28  = 1'h0 + \$27 ;
-  assign \$29  = layer0_params_writes + \$28 ;
-  assign \$30  = 1'h0 + \port__en$26 ;
-  assign \$31  = layer0_state_reads + \$30 ;
-  assign \$33  = 1'h0 + \$32 ;
-  assign \$34  = layer0_state_writes + \$33 ;
+  assign \$13  = slot_c2a[4] & slot_c2a[14];
+  assign \$14  = 1'h0 + port__en;
+  assign \$15  = layer0_weights_reads + \$14 ;
+  assign \$16  = | \port__en$16 ;
+  assign \$17  = 1'h0 + \$16 ;
+  assign \$18  = layer0_weights_writes + \$17 ;
+  assign \$19  = 1'h0 + \port__en$18 ;
+  assign \$20  = layer0_bias_reads + \$19 ;
+  assign \$21  = | \port__en$20 ;
+  assign \$22  = 1'h0 + \$21 ;
+  assign \$23  = layer0_bias_writes + \$22 ;
+  assign \$24  = 1'h0 + \port__en$22 ;
+  assign \$25  = layer0_params_reads + \$24 ;
+  assign \$26  = | \$7 [3:0];
+  assign \$27  = 1'h0 + \$26 ;
+  assign \$28  = layer0_params_writes + \$27 ;
+  assign \$29  = 1'h0 + \port__en$26 ;
+  assign \$30  = layer0_state_reads + \$29 ;
+  assign \$32  = 1'h0 + \$31 ;
+  assign \$33  = layer0_state_writes + \$32 ;
+  assign \$34  = ~ slot_c2[18];
+  assign \$35  = slot_c2[4] & \$34 ;
   \accelerator.layer0.front.issue  issue (
     .clk(clk),
     .config__payload(config__payload),
@@ -2997,158 +2996,158 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \port__en$18  = 1'h0;
-    if (\$13 ) begin
+    if (\$12 ) begin
       \port__en$18  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \port__en$22  = 1'h0;
-    if (\$14 ) begin
+    if (\$13 ) begin
       \port__en$22  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \port__en$26  = 1'h0;
-    if (\$14 ) begin
+    if (\$13 ) begin
       \port__en$26  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \port__addr$46  = 2'h0;
-    if (\$14 ) begin
+    if (\$13 ) begin
       \port__addr$46  = slot_c2a[6:5];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \port__addr$47  = 2'h0;
-    if (\$14 ) begin
+    if (\$13 ) begin
       \port__addr$47  = slot_c2a[6:5];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$46  = slot;
+    \$45  = slot;
     if (rst) begin
-      \$46  = 31'h00000000;
+      \$45  = 31'h00000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$47  = \$16 [31:0];
+    \$46  = \$15 [31:0];
+    if (rst) begin
+      \$46  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$47  = \$18 [31:0];
     if (rst) begin
       \$47  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$48  = \$19 [31:0];
+    \$48  = \$20 [31:0];
     if (rst) begin
       \$48  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$49  = \$21 [31:0];
+    \$49  = \$23 [31:0];
     if (rst) begin
       \$49  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$50  = \$24 [31:0];
+    \$50  = \$25 [31:0];
     if (rst) begin
       \$50  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$51  = \$26 [31:0];
+    \$51  = \$28 [31:0];
     if (rst) begin
       \$51  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$52  = \$29 [31:0];
+    \$52  = \$30 [31:0];
     if (rst) begin
       \$52  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$53  = \$31 [31:0];
+    \$53  = \$33 [31:0];
     if (rst) begin
       \$53  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$54  = \$34 [31:0];
+    \$54  = slot_c1;
     if (rst) begin
-      \$54  = 32'd0;
+      \$54  = 31'h00000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$55  = slot_c1;
+    \$55  = 1'h0;
     if (rst) begin
-      \$55  = 31'h00000000;
+      \$55  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$56  = 1'h0;
+    \$56  = layer0_macs;
+    if (\$38 ) begin
+      \$56  = \$44 [31:0];
+    end
     if (rst) begin
-      \$56  = 1'h0;
+      \$56  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$57  = layer0_macs;
-    if (\$39 ) begin
-      \$57  = \$45 [31:0];
-    end
+    \$57  = slot_c2;
     if (rst) begin
-      \$57  = 32'd0;
+      \$57  = 31'h00000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$58  = slot_c2;
+    \$58  = \port__data$62 ;
     if (rst) begin
-      \$58  = 31'h00000000;
+      \$58  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$59  = \port__data$62 ;
+    \$59  = \port__data$64 ;
     if (rst) begin
-      \$59  = 32'd0;
+      \$59  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$60  = \port__data$64 ;
+    \$60  = slot_c2a;
     if (rst) begin
-      \$60  = 64'h0000000000000000;
+      \$60  = 31'h00000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$61  = slot_c2a;
+    \$61  = slot_c2b;
     if (rst) begin
       \$61  = 31'h00000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$62  = slot_c2b;
-    if (rst) begin
-      \$62  = 31'h00000000;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -3166,8 +3165,8 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
   assign \port__en$29  = state_write[2];
   assign \port__data$30  = state_write[66:3];
   assign \port__addr$31  = \$8 [5:0];
-  assign \port__addr$33  = slot_c2[6:5];
   assign use_acc = 1'h0;
+  assign \port__addr$34  = slot_c2[6:5];
   assign valid = slot_c2[4];
   assign first = slot_c2[13];
   assign value = slot_c2[30:23];
@@ -3336,9 +3335,8 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
   assign port__data[15:8] = config__payload[20:13];
   assign port__data[7:0] = config__payload[20:13];
   assign \$11  = \$10 ;
-  assign \$13  = \$12 ;
-  assign \$32  = state_write[2];
-  assign \$39  = \$38 ;
+  assign \$31  = state_write[2];
+  assign \$38  = \$37 ;
 endmodule
 
 (* generator = "Amaranth" *)
@@ -3346,51 +3344,52 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire [2:0] \$100 ;
-  wire [3:0] \$101 ;
-  wire [7:0] \$102 ;
-  wire \$103 ;
-  wire [3:0] \$104 ;
+  wire [3:0] \$100 ;
+  wire [2:0] \$101 ;
+  wire [3:0] \$102 ;
+  wire [7:0] \$103 ;
+  wire \$104 ;
   wire [3:0] \$105 ;
-  wire [32:0] \$106 ;
-  wire [4:0] \$107 ;
-  reg [31:0] \$108 ;
+  wire [3:0] \$106 ;
+  wire [32:0] \$107 ;
+  wire [4:0] \$108 ;
   reg [31:0] \$109 ;
   wire \$11 ;
-  reg [3:0] \$110 ;
-  reg [31:0] \$111 ;
-  reg [1:0] \$112 ;
-  reg [3:0] \$113 ;
+  reg [31:0] \$110 ;
+  reg [3:0] \$111 ;
+  reg [31:0] \$112 ;
+  reg [1:0] \$113 ;
   reg [3:0] \$114 ;
-  reg [1:0] \$115 ;
+  reg [3:0] \$115 ;
   reg [1:0] \$116 ;
-  reg \$117 ;
+  reg [1:0] \$117 ;
   reg \$118 ;
-  reg [31:0] \$119 ;
+  reg \$119 ;
   wire [7:0] \$12 ;
   reg [31:0] \$120 ;
-  reg [30:0] \$121 ;
-  reg [2:0] \$122 ;
-  reg [31:0] \$123 ;
-  reg \$124 ;
-  reg [3:0] \$125 ;
+  reg [31:0] \$121 ;
+  reg [30:0] \$122 ;
+  reg [2:0] \$123 ;
+  reg [31:0] \$124 ;
+  reg \$125 ;
   reg [3:0] \$126 ;
-  reg [2:0] \$127 ;
+  reg [3:0] \$127 ;
   reg [2:0] \$128 ;
-  reg \$129 ;
+  reg [2:0] \$129 ;
   wire \$13 ;
   reg \$130 ;
   reg \$131 ;
-  reg [2:0] \$132 ;
-  reg [1:0] \$133 ;
-  reg [5:0] \$134 ;
-  reg [31:0] \$135 ;
+  reg \$132 ;
+  reg [2:0] \$133 ;
+  reg [1:0] \$134 ;
+  reg [5:0] \$135 ;
   reg [31:0] \$136 ;
   reg [31:0] \$137 ;
-  reg \$138 ;
-  reg [2:0] \$139 ;
+  reg [31:0] \$138 ;
+  reg \$139 ;
   wire \$14 ;
-  reg [31:0] \$140 ;
+  reg [2:0] \$140 ;
+  reg [31:0] \$141 ;
   wire [7:0] \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -3409,81 +3408,81 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   wire \$29 ;
   wire \$3 ;
   wire \$30 ;
-  wire [5:0] \$31 ;
-  wire [6:0] \$32 ;
-  wire [7:0] \$33 ;
-  wire [5:0] \$34 ;
-  wire [6:0] \$35 ;
-  wire [7:0] \$36 ;
-  wire [5:0] \$37 ;
-  wire [6:0] \$38 ;
-  wire \$39 ;
+  wire \$31 ;
+  wire [5:0] \$32 ;
+  wire [6:0] \$33 ;
+  wire [7:0] \$34 ;
+  wire [5:0] \$35 ;
+  wire [6:0] \$36 ;
+  wire [7:0] \$37 ;
+  wire [5:0] \$38 ;
+  wire [6:0] \$39 ;
   wire [3:0] \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
-  wire [3:0] \$43 ;
+  wire \$43 ;
   wire [3:0] \$44 ;
-  wire [4:0] \$45 ;
-  wire \$46 ;
+  wire [3:0] \$45 ;
+  wire [4:0] \$46 ;
   wire \$47 ;
   wire \$48 ;
   wire \$49 ;
   wire [14:0] \$5 ;
-  wire [3:0] \$50 ;
-  wire [7:0] \$51 ;
-  wire [1:0] \$52 ;
-  wire [32:0] \$53 ;
-  wire \$54 ;
-  wire [1:0] \$55 ;
-  wire [32:0] \$56 ;
-  wire \$57 ;
+  wire \$50 ;
+  wire [3:0] \$51 ;
+  wire [7:0] \$52 ;
+  wire [1:0] \$53 ;
+  wire [32:0] \$54 ;
+  wire \$55 ;
+  wire [1:0] \$56 ;
+  wire [32:0] \$57 ;
   wire \$58 ;
   wire \$59 ;
   wire [14:0] \$6 ;
-  wire [4:0] \$60 ;
-  wire \$61 ;
+  wire \$60 ;
+  wire [4:0] \$61 ;
   wire \$62 ;
-  wire [32:0] \$63 ;
-  wire [4:0] \$64 ;
-  wire \$65 ;
+  wire \$63 ;
+  wire [32:0] \$64 ;
+  wire [4:0] \$65 ;
   wire \$66 ;
-  wire [1:0] \$67 ;
-  wire [32:0] \$68 ;
-  wire \$69 ;
+  wire \$67 ;
+  wire [1:0] \$68 ;
+  wire [32:0] \$69 ;
   wire \$7 ;
-  wire [1:0] \$70 ;
-  wire [32:0] \$71 ;
-  wire \$72 ;
+  wire \$70 ;
+  wire [1:0] \$71 ;
+  wire [32:0] \$72 ;
   wire \$73 ;
   wire \$74 ;
-  wire [3:0] \$75 ;
-  wire [32:0] \$76 ;
-  reg [3:0] \$77 ;
-  wire \$78 ;
+  wire \$75 ;
+  wire [3:0] \$76 ;
+  wire [32:0] \$77 ;
+  reg [3:0] \$78 ;
   wire \$79 ;
   wire \$8 ;
   wire \$80 ;
   wire \$81 ;
   wire \$82 ;
-  wire [7:0] \$83 ;
-  wire [32:0] \$84 ;
-  wire \$85 ;
-  wire [32:0] \$86 ;
-  wire \$87 ;
+  wire \$83 ;
+  wire [7:0] \$84 ;
+  wire [32:0] \$85 ;
+  wire \$86 ;
+  wire [32:0] \$87 ;
   wire \$88 ;
   wire \$89 ;
   wire \$9 ;
-  wire [32:0] \$90 ;
+  wire \$90 ;
   wire [32:0] \$91 ;
-  wire \$92 ;
+  wire [32:0] \$92 ;
   wire \$93 ;
   wire \$94 ;
   wire \$95 ;
   wire \$96 ;
-  wire [3:0] \$97 ;
-  wire [2:0] \$98 ;
-  wire [3:0] \$99 ;
+  wire \$97 ;
+  wire [3:0] \$98 ;
+  wire [2:0] \$99 ;
   reg [1:0] \$signal  = 2'h0;
   reg [1:0] \$signal$30  = 2'h0;
   reg [1:0] \$signal$54  = 2'h0;
@@ -3688,7 +3687,7 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
     if (\$15 [3])
       su_open[config__payload[8:4]][7:6] <= \port__data$19 [7:6];
   end
-  assign \port__data$39  = su_open[\$38 [4:0]];
+  assign \port__data$39  = su_open[\$39 [4:0]];
   reg [3:0] su_walk [39:0];
   initial begin
     su_walk[0] = 4'h2;
@@ -3736,7 +3735,7 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
     if (\$12 [0])
       su_walk[config__payload[9:4]] <= config__payload[16:13];
   end
-  assign \port__data$64  = su_walk[\$36 [5:0]];
+  assign \port__data$64  = su_walk[\$37 [5:0]];
   assign \port__data$62  = su_walk[\port__addr$33 ];
   assign \$1  = \$signal  >> wbank;
   assign \$2  = ~ \$1 ;
@@ -3760,164 +3759,164 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   assign \$19  = slot + 1'h1;
   assign \$20  = \$19  >= n_items;
   assign last_slot = \$18 [0] | \$20 ;
-  assign \$21  = | slot;
-  assign \$24  = \$23  | credit;
-  assign issue = busy & \$26 ;
-  assign \$27  = ! slot;
-  assign \$28  = issue & \$27 ;
-  assign \$30  = \$signal$30  >> rbank;
-  assign start_phase = \$30  ? 3'h0 : next_phase;
+  assign \$22  = | slot;
+  assign \$25  = \$24  | credit;
+  assign issue = \$21  & \$27 ;
+  assign \$28  = ! slot;
+  assign \$29  = issue & \$28 ;
+  assign \$31  = \$signal$30  >> rbank;
+  assign start_phase = \$31  ? 3'h0 : next_phase;
   assign \port__addr$33  = start_phase * 3'h5;
-  assign \$31  = phase * 3'h5;
-  assign \$32  = \$31  + walk;
-  assign \$33  = \$32  + 2'h2;
-  assign \$34  = start_phase * 3'h5;
-  assign \$35  = \$34  + 1'h1;
-  assign \$36  = busy ? \$33  : { 1'h0, \$35  };
-  assign \$37  = phase * 3'h4;
-  assign \$38  = \$37  + group;
-  assign \$39  = | \port__data$39 [1:0];
-  assign \$40  = | \port__data$39 [3:2];
-  assign \$41  = | \port__data$39 [5:4];
-  assign \$42  = | \port__data$39 [7:6];
-  assign \$43  = walk + 1'h1;
-  assign step_last = \$43  == n_walk;
-  assign \$44  = rbank ? 4'hc : 4'h0;
-  assign \$45  = \$44  + slot;
-  assign \$46  = | n_items;
-  assign \$48  = \$46  & \$47 ;
-  assign \$50  = meta[18] ? 4'h0 : rd__data[3:0];
-  assign \$51  = meta[18] ? 8'h00 : rd__data[11:4];
-  assign \$52  = 1'h0 + rd__en;
-  assign \$53  = layer0_items_reads + \$52 ;
-  assign \$55  = 1'h0 + \$54 ;
-  assign \$56  = layer0_items_writes + \$55 ;
-  assign \$57  = \$signal  >> wbank;
-  assign \$58  = ~ \$57 ;
-  assign \$59  = items__valid & \$58 ;
-  assign \$60  = wcount + 1'h1;
-  assign \$61  = ~ stored;
-  assign \$62  = nonzero & \$61 ;
-  assign \$63  = layer0_item_overflows + 1'h1;
-  assign \$64  = wcount + stored;
-  assign \$65  = ~ wbank;
-  assign \$67  = 1'h0 + \$66 ;
-  assign \$68  = layer0_su_walk_writes + \$67 ;
-  assign \$69  = | \$15 [3:0];
-  assign \$70  = 1'h0 + \$69 ;
-  assign \$71  = layer0_su_open_writes + \$70 ;
-  assign \$72  = ~ busy;
-  assign \$73  = | drain;
-  assign \$74  = \$signal  >> rbank;
-  assign \$75  = drain - 1'h1;
-  assign \$76  = layer0_su_walk_reads + 1'h1;
-  assign \$78  = \$signal$30  >> rbank;
+  assign \$32  = phase * 3'h5;
+  assign \$33  = \$32  + walk;
+  assign \$34  = \$33  + 2'h2;
+  assign \$35  = start_phase * 3'h5;
+  assign \$36  = \$35  + 1'h1;
+  assign \$37  = busy ? \$34  : { 1'h0, \$36  };
+  assign \$38  = phase * 3'h4;
+  assign \$39  = \$38  + group;
+  assign \$40  = | \port__data$39 [1:0];
+  assign \$41  = | \port__data$39 [3:2];
+  assign \$42  = | \port__data$39 [5:4];
+  assign \$43  = | \port__data$39 [7:6];
+  assign \$44  = walk + 1'h1;
+  assign step_last = \$44  == n_walk;
+  assign \$45  = rbank ? 4'hc : 4'h0;
+  assign \$46  = \$45  + slot;
+  assign \$47  = | n_items;
+  assign \$49  = \$47  & \$48 ;
+  assign \$51  = meta[18] ? 4'h0 : rd__data[3:0];
+  assign \$52  = meta[18] ? 8'h00 : rd__data[11:4];
+  assign \$53  = 1'h0 + rd__en;
+  assign \$54  = layer0_items_reads + \$53 ;
+  assign \$56  = 1'h0 + \$55 ;
+  assign \$57  = layer0_items_writes + \$56 ;
+  assign \$58  = \$signal  >> wbank;
+  assign \$59  = ~ \$58 ;
+  assign \$60  = items__valid & \$59 ;
+  assign \$61  = wcount + 1'h1;
+  assign \$62  = ~ stored;
+  assign \$63  = nonzero & \$62 ;
+  assign \$64  = layer0_item_overflows + 1'h1;
+  assign \$65  = wcount + stored;
+  assign \$66  = ~ wbank;
+  assign \$68  = 1'h0 + \$67 ;
+  assign \$69  = layer0_su_walk_writes + \$68 ;
+  assign \$70  = | \$15 [3:0];
+  assign \$71  = 1'h0 + \$70 ;
+  assign \$72  = layer0_su_open_writes + \$71 ;
+  assign \$73  = ~ busy;
+  assign \$74  = | drain;
+  assign \$75  = \$signal  >> rbank;
+  assign \$76  = drain - 1'h1;
+  assign \$77  = layer0_su_walk_reads + 1'h1;
   assign \$79  = \$signal$30  >> rbank;
-  assign \$80  = \$signal$54  >> rbank;
-  assign \$81  = \$signal$30  >> rbank;
-  assign \$82  = ! \port__data$62 ;
-  assign \$83  = \port__data$64  * 4'hc;
-  assign \$84  = layer0_busy_cycles + 1'h1;
-  assign \$85  = ~ issue;
-  assign \$86  = layer0_stall_cycles + 1'h1;
-  assign \$87  = ! slot;
-  assign \$88  = issue & \$87 ;
-  assign \$90  = layer0_su_open_reads + 1'h1;
-  assign \$91  = layer0_su_walk_reads + 1'h1;
-  assign \$92  = ! slot;
-  assign \$94  = ! n_items;
-  assign \$95  = \$94  | \$18 [0];
-  assign \$97  = walk + 1'h1;
-  assign \$98  = group + 1'h1;
-  assign \$99  = full ? { 1'h0, \$98  } : \port__data$64 ;
-  assign \$100  = group + 1'h1;
-  assign \$101  = full ? { 1'h0, \$100  } : \port__data$64 ;
-  assign \$102  = \$101  * 4'hc;
-  assign \$103  = ~ rbank;
-  assign \$104  = phase + 1'h1;
-  assign \$106  = layer0_steps + 1'h1;
-  assign \$107  = slot + 1'h1;
+  assign \$80  = \$signal$30  >> rbank;
+  assign \$81  = \$signal$54  >> rbank;
+  assign \$82  = \$signal$30  >> rbank;
+  assign \$83  = ! \port__data$62 ;
+  assign \$84  = \port__data$64  * 4'hc;
+  assign \$85  = layer0_busy_cycles + 1'h1;
+  assign \$86  = ~ issue;
+  assign \$87  = layer0_stall_cycles + 1'h1;
+  assign \$88  = ! slot;
+  assign \$89  = issue & \$88 ;
+  assign \$91  = layer0_su_open_reads + 1'h1;
+  assign \$92  = layer0_su_walk_reads + 1'h1;
+  assign \$93  = ! slot;
+  assign \$95  = ! n_items;
+  assign \$96  = \$95  | \$18 [0];
+  assign \$98  = walk + 1'h1;
+  assign \$99  = group + 1'h1;
+  assign \$100  = full ? { 1'h0, \$99  } : \port__data$64 ;
+  assign \$101  = group + 1'h1;
+  assign \$102  = full ? { 1'h0, \$101  } : \port__data$64 ;
+  assign \$103  = \$102  * 4'hc;
+  assign \$104  = ~ rbank;
+  assign \$105  = phase + 1'h1;
+  assign \$107  = layer0_steps + 1'h1;
+  assign \$108  = slot + 1'h1;
   always @(posedge clk)
-    layer0_items_reads <= \$108 ;
+    layer0_items_reads <= \$109 ;
   always @(posedge clk)
-    layer0_items_writes <= \$109 ;
+    layer0_items_writes <= \$110 ;
   always @(posedge clk)
-    wcount <= \$110 ;
+    wcount <= \$111 ;
   always @(posedge clk)
-    layer0_item_overflows <= \$111 ;
+    layer0_item_overflows <= \$112 ;
   always @(posedge clk)
-    \$signal  <= \$112 ;
+    \$signal  <= \$113 ;
   always @(posedge clk)
-    bank0_count <= \$113 ;
+    bank0_count <= \$114 ;
   always @(posedge clk)
-    bank1_count <= \$114 ;
+    bank1_count <= \$115 ;
   always @(posedge clk)
-    \$signal$30  <= \$115 ;
+    \$signal$30  <= \$116 ;
   always @(posedge clk)
-    \$signal$54  <= \$116 ;
+    \$signal$54  <= \$117 ;
   always @(posedge clk)
-    next_first <= \$117 ;
+    next_first <= \$118 ;
   always @(posedge clk)
-    wbank <= \$118 ;
+    wbank <= \$119 ;
   always @(posedge clk)
-    layer0_su_walk_writes <= \$119 ;
+    layer0_su_walk_writes <= \$120 ;
   always @(posedge clk)
-    layer0_su_open_writes <= \$120 ;
+    layer0_su_open_writes <= \$121 ;
   always @(posedge clk)
-    meta <= \$121 ;
+    meta <= \$122 ;
   always @(posedge clk)
-    drain <= \$122 ;
+    drain <= \$123 ;
   always @(posedge clk)
-    layer0_su_walk_reads <= \$123 ;
+    layer0_su_walk_reads <= \$124 ;
   always @(posedge clk)
-    busy <= \$124 ;
+    busy <= \$125 ;
   always @(posedge clk)
-    n_items <= \$125 ;
+    n_items <= \$126 ;
   always @(posedge clk)
-    slot <= \$126 ;
+    slot <= \$127 ;
   always @(posedge clk)
-    walk <= \$127 ;
+    walk <= \$128 ;
   always @(posedge clk)
-    phase <= \$128 ;
+    phase <= \$129 ;
   always @(posedge clk)
-    full <= \$129 ;
+    full <= \$130 ;
   always @(posedge clk)
-    seq_first <= \$130 ;
+    seq_first <= \$131 ;
   always @(posedge clk)
-    seq_end <= \$131 ;
+    seq_end <= \$132 ;
   always @(posedge clk)
-    n_walk <= \$132 ;
+    n_walk <= \$133 ;
   always @(posedge clk)
-    group <= \$133 ;
+    group <= \$134 ;
   always @(posedge clk)
-    base <= \$134 ;
+    base <= \$135 ;
   always @(posedge clk)
-    layer0_busy_cycles <= \$135 ;
+    layer0_busy_cycles <= \$136 ;
   always @(posedge clk)
-    layer0_stall_cycles <= \$136 ;
+    layer0_stall_cycles <= \$137 ;
   always @(posedge clk)
-    layer0_su_open_reads <= \$137 ;
+    layer0_su_open_reads <= \$138 ;
   always @(posedge clk)
-    rbank <= \$138 ;
+    rbank <= \$139 ;
   always @(posedge clk)
-    next_phase <= \$139 ;
+    next_phase <= \$140 ;
   always @(posedge clk)
-    layer0_steps <= \$140 ;
+    layer0_steps <= \$141 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
-          \$77  = bank0_count;
+          \$78  = bank0_count;
       1'h1:
-          \$77  = bank1_count;
+          \$78  = bank1_count;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     rd__en = 1'h0;
     if (issue) begin
-      rd__en = \$49 ;
+      rd__en = \$50 ;
     end
   end
   always @* begin
@@ -3933,107 +3932,89 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     rd__addr = 5'h00;
     if (issue) begin
-      rd__addr = \$45 ;
+      rd__addr = \$46 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$108  = \$53 [31:0];
-    if (rst) begin
-      \$108  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$109  = \$56 [31:0];
+    \$109  = \$54 [31:0];
     if (rst) begin
       \$109  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$110  = wcount;
-    if (\$59 ) begin
+    \$110  = \$57 [31:0];
+    if (rst) begin
+      \$110  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$111  = wcount;
+    if (\$60 ) begin
       if (stored) begin
-        \$110  = \$60 [3:0];
+        \$111  = \$61 [3:0];
       end
       if (items__payload[12]) begin
-        \$110  = 4'h0;
+        \$111  = 4'h0;
       end
     end
     if (rst) begin
-      \$110  = 4'h0;
+      \$111  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$111  = layer0_item_overflows;
-    if (\$59 ) begin
-      if (\$62 ) begin
-        \$111  = \$63 [31:0];
+    \$112  = layer0_item_overflows;
+    if (\$60 ) begin
+      if (\$63 ) begin
+        \$112  = \$64 [31:0];
       end
     end
     if (rst) begin
-      \$111  = 32'd0;
+      \$112  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$112  = \$signal ;
-    if (\$59 ) begin
+    \$113  = \$signal ;
+    if (\$60 ) begin
       if (items__payload[12]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$112 [0] = 1'h1;
+              \$113 [0] = 1'h1;
           1'h1:
-              \$112 [1] = 1'h1;
+              \$113 [1] = 1'h1;
         endcase
       end
     end
     if (issue) begin
-      if (\$96 ) begin
+      if (\$97 ) begin
         if (step_last) begin
           (* full_case = 32'd1 *)
           casez (rbank)
             1'h0:
-                \$112 [0] = 1'h0;
+                \$113 [0] = 1'h0;
             1'h1:
-                \$112 [1] = 1'h0;
+                \$113 [1] = 1'h0;
           endcase
         end
       end
     end
     if (rst) begin
-      \$112  = 2'h0;
+      \$113  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$113  = bank0_count;
-    if (\$59 ) begin
+    \$114  = bank0_count;
+    if (\$60 ) begin
       if (items__payload[12]) begin
         casez (wbank)
           1'h0:
-              \$113  = \$64 [3:0];
-        endcase
-      end
-    end
-    if (rst) begin
-      \$113  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$114  = bank1_count;
-    if (\$59 ) begin
-      if (items__payload[12]) begin
-        (* full_case = 32'd1 *)
-        casez (wbank)
-          1'h0:
-              /* empty */;
-          1'h1:
-              \$114  = \$64 [3:0];
+              \$114  = \$65 [3:0];
         endcase
       end
     end
@@ -4043,33 +4024,33 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$115  = \$signal$30 ;
-    if (\$59 ) begin
+    \$115  = bank1_count;
+    if (\$60 ) begin
       if (items__payload[12]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$115 [0] = next_first;
+              /* empty */;
           1'h1:
-              \$115 [1] = next_first;
+              \$115  = \$65 [3:0];
         endcase
       end
     end
     if (rst) begin
-      \$115  = 2'h0;
+      \$115  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$116  = \$signal$54 ;
-    if (\$59 ) begin
+    \$116  = \$signal$30 ;
+    if (\$60 ) begin
       if (items__payload[12]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$116 [0] = items__payload[13];
+              \$116 [0] = next_first;
           1'h1:
-              \$116 [1] = items__payload[13];
+              \$116 [1] = next_first;
         endcase
       end
     end
@@ -4079,144 +4060,141 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$117  = next_first;
-    if (\$59 ) begin
+    \$117  = \$signal$54 ;
+    if (\$60 ) begin
       if (items__payload[12]) begin
-        \$117  = items__payload[13];
+        (* full_case = 32'd1 *)
+        casez (wbank)
+          1'h0:
+              \$117 [0] = items__payload[13];
+          1'h1:
+              \$117 [1] = items__payload[13];
+        endcase
       end
     end
     if (rst) begin
-      \$117  = 1'h1;
+      \$117  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$118  = wbank;
-    if (\$59 ) begin
+    \$118  = next_first;
+    if (\$60 ) begin
       if (items__payload[12]) begin
-        \$118  = \$65 ;
+        \$118  = items__payload[13];
       end
     end
     if (rst) begin
-      \$118  = 1'h0;
+      \$118  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$119  = \$68 [31:0];
+    \$119  = wbank;
+    if (\$60 ) begin
+      if (items__payload[12]) begin
+        \$119  = \$66 ;
+      end
+    end
     if (rst) begin
-      \$119  = 32'd0;
+      \$119  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$120  = \$71 [31:0];
+    \$120  = \$69 [31:0];
     if (rst) begin
       \$120  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    { \$121 [30:5], \$121 [3:0] } = { meta[30:5], meta[3:0] };
-    \$121 [4] = issue;
-    if (issue) begin
-      \$121 [6:5] = group;
-      \$121 [12:7] = base;
-      \$121 [13] = \$92 ;
-      \$121 [14] = \$93 ;
-      \$121 [15] = step_last;
-      \$121 [16] = seq_first;
-      \$121 [17] = seq_end;
-      \$121 [18] = \$95 ;
-      \$121 [3:0] = opened;
-    end
+    \$121  = \$72 [31:0];
     if (rst) begin
-      \$121  = 31'h00000000;
+      \$121  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$122  = drain;
-    if (\$72 ) begin
-      if (\$73 ) begin
-        \$122  = \$75 [2:0];
+    { \$122 [30:5], \$122 [3:0] } = { meta[30:5], meta[3:0] };
+    \$122 [4] = issue;
+    if (issue) begin
+      \$122 [6:5] = group;
+      \$122 [12:7] = base;
+      \$122 [13] = \$93 ;
+      \$122 [14] = \$94 ;
+      \$122 [15] = step_last;
+      \$122 [16] = seq_first;
+      \$122 [17] = seq_end;
+      \$122 [18] = \$96 ;
+      \$122 [3:0] = opened;
+    end
+    if (rst) begin
+      \$122  = 31'h00000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$123  = drain;
+    if (\$73 ) begin
+      if (\$74 ) begin
+        \$123  = \$76 [2:0];
       end
     end
     if (issue) begin
-      if (\$96 ) begin
+      if (\$97 ) begin
         if (step_last) begin
-          \$122  = 3'h2;
+          \$123  = 3'h2;
         end
       end
     end
     if (rst) begin
-      \$122  = 3'h0;
+      \$123  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$123  = layer0_su_walk_reads;
-    if (\$72 ) begin
-      if (\$73 ) begin
-      end else if (\$74 ) begin
-        \$123  = \$76 [31:0];
+    \$124  = layer0_su_walk_reads;
+    if (\$73 ) begin
+      if (\$74 ) begin
+      end else if (\$75 ) begin
+        \$124  = \$77 [31:0];
       end
     end
-    if (\$89 ) begin
-      \$123  = \$91 [31:0];
+    if (\$90 ) begin
+      \$124  = \$92 [31:0];
     end
     if (rst) begin
-      \$123  = 32'd0;
+      \$124  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$124  = busy;
-    if (\$72 ) begin
-      if (\$73 ) begin
-      end else if (\$74 ) begin
-        \$124  = 1'h1;
+    \$125  = busy;
+    if (\$73 ) begin
+      if (\$74 ) begin
+      end else if (\$75 ) begin
+        \$125  = 1'h1;
       end
     end
     if (issue) begin
-      if (\$96 ) begin
+      if (\$97 ) begin
         if (step_last) begin
-          \$124  = 1'h0;
+          \$125  = 1'h0;
         end
       end
     end
     if (rst) begin
-      \$124  = 1'h0;
+      \$125  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$125  = n_items;
-    if (\$72 ) begin
-      if (\$73 ) begin
-      end else if (\$74 ) begin
-        \$125  = \$77 ;
-      end
-    end
-    if (rst) begin
-      \$125  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$126  = slot;
-    if (\$72 ) begin
-      if (\$73 ) begin
-      end else if (\$74 ) begin
-        \$126  = 4'h0;
-      end
-    end
-    if (issue) begin
-      (* full_case = 32'd1 *)
-      if (\$96 ) begin
-        \$126  = 4'h0;
-      end else if (1'h1) begin
-        \$126  = \$107 [3:0];
+    \$126  = n_items;
+    if (\$73 ) begin
+      if (\$74 ) begin
+      end else if (\$75 ) begin
+        \$126  = \$78 ;
       end
     end
     if (rst) begin
@@ -4225,29 +4203,37 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$127  = walk;
-    if (\$72 ) begin
-      if (\$73 ) begin
-      end else if (\$74 ) begin
-        \$127  = 3'h0;
+    \$127  = slot;
+    if (\$73 ) begin
+      if (\$74 ) begin
+      end else if (\$75 ) begin
+        \$127  = 4'h0;
       end
     end
     if (issue) begin
-      if (\$96 ) begin
-        \$127  = \$97 [2:0];
+      (* full_case = 32'd1 *)
+      if (\$97 ) begin
+        \$127  = 4'h0;
+      end else if (1'h1) begin
+        \$127  = \$108 [3:0];
       end
     end
     if (rst) begin
-      \$127  = 3'h0;
+      \$127  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$128  = phase;
-    if (\$72 ) begin
-      if (\$73 ) begin
-      end else if (\$74 ) begin
-        \$128  = start_phase;
+    \$128  = walk;
+    if (\$73 ) begin
+      if (\$74 ) begin
+      end else if (\$75 ) begin
+        \$128  = 3'h0;
+      end
+    end
+    if (issue) begin
+      if (\$97 ) begin
+        \$128  = \$98 [2:0];
       end
     end
     if (rst) begin
@@ -4256,23 +4242,23 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$129  = full;
-    if (\$72 ) begin
-      if (\$73 ) begin
-      end else if (\$74 ) begin
-        \$129  = \$78 ;
+    \$129  = phase;
+    if (\$73 ) begin
+      if (\$74 ) begin
+      end else if (\$75 ) begin
+        \$129  = start_phase;
       end
     end
     if (rst) begin
-      \$129  = 1'h0;
+      \$129  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$130  = seq_first;
-    if (\$72 ) begin
-      if (\$73 ) begin
-      end else if (\$74 ) begin
+    \$130  = full;
+    if (\$73 ) begin
+      if (\$74 ) begin
+      end else if (\$75 ) begin
         \$130  = \$79 ;
       end
     end
@@ -4282,10 +4268,10 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$131  = seq_end;
-    if (\$72 ) begin
-      if (\$73 ) begin
-      end else if (\$74 ) begin
+    \$131  = seq_first;
+    if (\$73 ) begin
+      if (\$74 ) begin
+      end else if (\$75 ) begin
         \$131  = \$80 ;
       end
     end
@@ -4295,95 +4281,94 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$132  = n_walk;
-    if (\$72 ) begin
-      if (\$73 ) begin
-      end else if (\$74 ) begin
-        (* full_case = 32'd1 *)
-        if (\$81 ) begin
-          \$132  = 3'h4;
-        end else if (\$82 ) begin
-          \$132  = 3'h1;
-        end else begin
-          \$132  = \port__data$62 [2:0];
-        end
+    \$132  = seq_end;
+    if (\$73 ) begin
+      if (\$74 ) begin
+      end else if (\$75 ) begin
+        \$132  = \$81 ;
       end
     end
     if (rst) begin
-      \$132  = 3'h0;
+      \$132  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$133  = group;
-    if (\$72 ) begin
-      if (\$73 ) begin
-      end else if (\$74 ) begin
+    \$133  = n_walk;
+    if (\$73 ) begin
+      if (\$74 ) begin
+      end else if (\$75 ) begin
         (* full_case = 32'd1 *)
-        if (\$81 ) begin
-          \$133  = 2'h0;
-        end else if (\$82 ) begin
-          \$133  = 2'h3;
+        if (\$82 ) begin
+          \$133  = 3'h4;
+        end else if (\$83 ) begin
+          \$133  = 3'h1;
         end else begin
-          \$133  = \port__data$64 [1:0];
+          \$133  = \port__data$62 [2:0];
         end
       end
     end
-    if (issue) begin
-      if (\$96 ) begin
-        \$133  = \$99 [1:0];
-      end
-    end
     if (rst) begin
-      \$133  = 2'h0;
+      \$133  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$134  = base;
-    if (\$72 ) begin
-      if (\$73 ) begin
-      end else if (\$74 ) begin
+    \$134  = group;
+    if (\$73 ) begin
+      if (\$74 ) begin
+      end else if (\$75 ) begin
         (* full_case = 32'd1 *)
-        if (\$81 ) begin
-          \$134  = 6'h00;
-        end else if (\$82 ) begin
-          \$134  = 6'h24;
+        if (\$82 ) begin
+          \$134  = 2'h0;
+        end else if (\$83 ) begin
+          \$134  = 2'h3;
         end else begin
-          \$134  = \$83 [5:0];
+          \$134  = \port__data$64 [1:0];
         end
       end
     end
     if (issue) begin
-      if (\$96 ) begin
-        \$134  = \$102 [5:0];
+      if (\$97 ) begin
+        \$134  = \$100 [1:0];
       end
     end
     if (rst) begin
-      \$134  = 6'h00;
+      \$134  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$135  = layer0_busy_cycles;
-    (* full_case = 32'd1 *)
-    if (\$72 ) begin
-    end else begin
-      \$135  = \$84 [31:0];
+    \$135  = base;
+    if (\$73 ) begin
+      if (\$74 ) begin
+      end else if (\$75 ) begin
+        (* full_case = 32'd1 *)
+        if (\$82 ) begin
+          \$135  = 6'h00;
+        end else if (\$83 ) begin
+          \$135  = 6'h24;
+        end else begin
+          \$135  = \$84 [5:0];
+        end
+      end
+    end
+    if (issue) begin
+      if (\$97 ) begin
+        \$135  = \$103 [5:0];
+      end
     end
     if (rst) begin
-      \$135  = 32'd0;
+      \$135  = 6'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$136  = layer0_stall_cycles;
+    \$136  = layer0_busy_cycles;
     (* full_case = 32'd1 *)
-    if (\$72 ) begin
+    if (\$73 ) begin
     end else begin
-      if (\$85 ) begin
-        \$136  = \$86 [31:0];
-      end
+      \$136  = \$85 [31:0];
     end
     if (rst) begin
       \$136  = 32'd0;
@@ -4391,9 +4376,13 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$137  = layer0_su_open_reads;
-    if (\$89 ) begin
-      \$137  = \$90 [31:0];
+    \$137  = layer0_stall_cycles;
+    (* full_case = 32'd1 *)
+    if (\$73 ) begin
+    end else begin
+      if (\$86 ) begin
+        \$137  = \$87 [31:0];
+      end
     end
     if (rst) begin
       \$137  = 32'd0;
@@ -4401,44 +4390,54 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$138  = rbank;
-    if (issue) begin
-      if (\$96 ) begin
-        if (step_last) begin
-          \$138  = \$103 ;
-        end
-      end
+    \$138  = layer0_su_open_reads;
+    if (\$90 ) begin
+      \$138  = \$91 [31:0];
     end
     if (rst) begin
-      \$138  = 1'h0;
+      \$138  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$139  = next_phase;
+    \$139  = rbank;
     if (issue) begin
-      if (\$96 ) begin
+      if (\$97 ) begin
         if (step_last) begin
-          \$139  = \$105 [2:0];
+          \$139  = \$104 ;
         end
       end
     end
     if (rst) begin
-      \$139  = 3'h0;
+      \$139  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$140  = layer0_steps;
+    \$140  = next_phase;
     if (issue) begin
-      if (\$96 ) begin
+      if (\$97 ) begin
         if (step_last) begin
-          \$140  = \$106 [31:0];
+          \$140  = \$106 [2:0];
         end
       end
     end
     if (rst) begin
-      \$140  = 32'd0;
+      \$140  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$141  = layer0_steps;
+    if (issue) begin
+      if (\$97 ) begin
+        if (step_last) begin
+          \$141  = \$107 [31:0];
+        end
+      end
+    end
+    if (rst) begin
+      \$141  = 32'd0;
     end
   end
   assign wr__data = \$6 [11:0];
@@ -4448,8 +4447,8 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   assign \port__addr$17  = config__payload[8:4];
   assign \port__en$18  = \$15 [3:0];
   assign held = \$18 [0];
-  assign \port__addr$34  = \$36 [5:0];
-  assign \port__addr$37  = \$38 [4:0];
+  assign \port__addr$34  = \$37 [5:0];
+  assign \port__addr$37  = \$39 [4:0];
   assign \items__payload.index  = items__payload[3:0];
   assign \items__payload.value  = items__payload[11:4];
   assign \items__payload.step_end  = items__payload[12];
@@ -4482,8 +4481,8 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   assign \meta.empty  = meta[18];
   assign \meta.index  = meta[22:19];
   assign \meta.value  = meta[30:23];
-  assign \slot$43 [30:23] = \$51 ;
-  assign \slot$43 [22:19] = \$50 ;
+  assign \slot$43 [30:23] = \$52 ;
+  assign \slot$43 [22:19] = \$51 ;
   assign \slot$43 [3:0] = meta[3:0];
   assign \slot$43 [18] = meta[18];
   assign \slot$43 [17] = meta[17];
@@ -4494,10 +4493,10 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   assign \slot$43 [12:7] = meta[12:7];
   assign \slot$43 [6:5] = meta[6:5];
   assign \slot$43 [4] = meta[4];
-  assign opened[3] = \$42 ;
-  assign opened[2] = \$41 ;
-  assign opened[1] = \$40 ;
-  assign opened[0] = \$39 ;
+  assign opened[3] = \$43 ;
+  assign opened[2] = \$42 ;
+  assign opened[1] = \$41 ;
+  assign opened[0] = \$40 ;
   assign \port__data$19 [7:6] = config__payload[14:13];
   assign \port__data$19 [5:4] = config__payload[14:13];
   assign \port__data$19 [3:2] = config__payload[14:13];
@@ -4505,21 +4504,22 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   assign items__ready = \$2 ;
   assign \$5  = { 3'h0, items__payload[11:4], 4'h0 };
   assign \$18  = { 1'h0, \$17  };
-  assign \$22  = 1'h0;
-  assign \$23  = \$21 ;
-  assign \$25  = 1'h0;
-  assign \$26  = \$24 ;
-  assign \$29  = \$28 ;
-  assign starting = \$28 ;
-  assign \$47  = \$16 ;
-  assign \$49  = \$48 ;
-  assign \$54  = wr__en;
-  assign \$66  = \$12 [0];
-  assign \$89  = \$88 ;
-  assign \$93  = last_slot;
-  assign \$96  = last_slot;
-  assign \$105 [3] = 1'h0;
-  assign \$105 [2:0] = \$104 [2:0];
+  assign \$21  = busy;
+  assign \$23  = 1'h0;
+  assign \$24  = \$22 ;
+  assign \$26  = 1'h0;
+  assign \$27  = \$25 ;
+  assign \$30  = \$29 ;
+  assign starting = \$29 ;
+  assign \$48  = \$16 ;
+  assign \$50  = \$49 ;
+  assign \$55  = wr__en;
+  assign \$67  = \$12 [0];
+  assign \$90  = \$89 ;
+  assign \$94  = last_slot;
+  assign \$97  = last_slot;
+  assign \$106 [3] = 1'h0;
+  assign \$106 [2:0] = \$105 [2:0];
 endmodule
 
 (* generator = "Amaranth" *)
@@ -7443,61 +7443,61 @@ module \accelerator.layer1.front (config__valid, clk, rst, items__ready, startin
   wire \$11 ;
   wire \$12 ;
   wire \$13 ;
-  wire [27:0] \$14 ;
-  wire [27:0] \$15 ;
-  wire [27:0] \$16 ;
-  wire [27:0] \$17 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire [2:0] \$16 ;
+  wire [3:0] \$17 ;
   wire [27:0] \$18 ;
   wire [27:0] \$19 ;
   wire \$2 ;
   wire [27:0] \$20 ;
   wire [27:0] \$21 ;
-  wire \$22 ;
-  wire [1:0] \$23 ;
-  wire [32:0] \$24 ;
-  wire \$25 ;
-  wire [1:0] \$26 ;
-  wire [32:0] \$27 ;
-  wire [1:0] \$28 ;
-  wire [32:0] \$29 ;
+  wire [27:0] \$22 ;
+  wire [27:0] \$23 ;
+  wire [27:0] \$24 ;
+  wire [27:0] \$25 ;
+  wire \$26 ;
+  wire [1:0] \$27 ;
+  wire [32:0] \$28 ;
+  wire \$29 ;
   wire \$3 ;
-  wire \$30 ;
-  wire [1:0] \$31 ;
-  wire [32:0] \$32 ;
-  wire [1:0] \$33 ;
-  wire [32:0] \$34 ;
-  wire \$35 ;
-  wire [1:0] \$36 ;
-  wire [32:0] \$37 ;
-  wire [1:0] \$38 ;
-  wire [32:0] \$39 ;
+  wire [1:0] \$30 ;
+  wire [32:0] \$31 ;
+  wire [1:0] \$32 ;
+  wire [32:0] \$33 ;
+  wire \$34 ;
+  wire [1:0] \$35 ;
+  wire [32:0] \$36 ;
+  wire [1:0] \$37 ;
+  wire [32:0] \$38 ;
+  wire \$39 ;
   wire \$4 ;
-  wire \$40 ;
-  wire [1:0] \$41 ;
-  wire [32:0] \$42 ;
-  wire [1:0] \$43 ;
-  wire [32:0] \$44 ;
-  wire \$45 ;
-  wire [1:0] \$46 ;
-  wire [32:0] \$47 ;
-  wire [1:0] \$48 ;
-  wire [32:0] \$49 ;
+  wire [1:0] \$40 ;
+  wire [32:0] \$41 ;
+  wire [1:0] \$42 ;
+  wire [32:0] \$43 ;
+  wire \$44 ;
+  wire [1:0] \$45 ;
+  wire [32:0] \$46 ;
+  wire [1:0] \$47 ;
+  wire [32:0] \$48 ;
+  wire \$49 ;
   wire \$5 ;
-  wire \$50 ;
-  wire [1:0] \$51 ;
-  wire [32:0] \$52 ;
-  wire \$53 ;
+  wire [1:0] \$50 ;
+  wire [32:0] \$51 ;
+  wire [1:0] \$52 ;
+  wire [32:0] \$53 ;
   wire \$54 ;
-  wire \$55 ;
-  wire \$56 ;
+  wire [1:0] \$55 ;
+  wire [32:0] \$56 ;
   wire \$57 ;
-  wire [32:0] \$58 ;
-  reg [36:0] \$59 ;
+  wire \$58 ;
+  wire \$59 ;
   wire \$6 ;
-  reg [31:0] \$60 ;
-  reg [31:0] \$61 ;
-  reg [31:0] \$62 ;
-  reg [31:0] \$63 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire [32:0] \$62 ;
+  reg [36:0] \$63 ;
   reg [31:0] \$64 ;
   reg [31:0] \$65 ;
   reg [31:0] \$66 ;
@@ -7507,16 +7507,20 @@ module \accelerator.layer1.front (config__valid, clk, rst, items__ready, startin
   wire [7:0] \$7 ;
   reg [31:0] \$70 ;
   reg [31:0] \$71 ;
-  reg [36:0] \$72 ;
-  reg \$73 ;
+  reg [31:0] \$72 ;
+  reg [31:0] \$73 ;
   reg [31:0] \$74 ;
-  reg [36:0] \$75 ;
-  reg [31:0] \$76 ;
-  reg [63:0] \$77 ;
-  reg [95:0] \$78 ;
+  reg [31:0] \$75 ;
+  reg [36:0] \$76 ;
+  reg \$77 ;
+  reg [31:0] \$78 ;
   reg [36:0] \$79 ;
   wire [7:0] \$8 ;
-  reg [36:0] \$80 ;
+  reg [31:0] \$80 ;
+  reg [63:0] \$81 ;
+  reg [95:0] \$82 ;
+  reg [36:0] \$83 ;
+  reg [36:0] \$84 ;
   wire \$9 ;
   output [223:0] acc;
   wire [223:0] acc;
@@ -7647,7 +7651,7 @@ module \accelerator.layer1.front (config__valid, clk, rst, items__ready, startin
   wire [1:0] \port__addr$30 ;
   wire [1:0] \port__addr$35 ;
   wire [5:0] \port__addr$39 ;
-  wire [1:0] \port__addr$41 ;
+  wire [1:0] \port__addr$43 ;
   reg [1:0] \port__addr$44 ;
   reg [1:0] \port__addr$57 ;
   reg [1:0] \port__addr$58 ;
@@ -7993,89 +7997,94 @@ module \accelerator.layer1.front (config__valid, clk, rst, items__ready, startin
     end
   end
   assign \port__data$49  = _5_;
-  assign \$16  = use_acc2a ? \port__data$55 [83:56] : { \port__data$54 [47], \port__data$54 [47], \port__data$54 [47], \port__data$54 [47], \port__data$54 [47], \port__data$54 [47], \port__data$54 [47], \port__data$54 [47], \port__data$54 [47], \port__data$54 [47], \port__data$54 [47], \port__data$54 [47], \port__data$54 [47:32] };
-  assign \$17  = use_acc2a ? \port__data$55 [111:84] : { \port__data$54 [63], \port__data$54 [63], \port__data$54 [63], \port__data$54 [63], \port__data$54 [63], \port__data$54 [63], \port__data$54 [63], \port__data$54 [63], \port__data$54 [63], \port__data$54 [63], \port__data$54 [63], \port__data$54 [63], \port__data$54 [63:48] };
-  assign \$18  = use_acc2a ? \port__data$55 [139:112] : { \port__data$54 [79], \port__data$54 [79], \port__data$54 [79], \port__data$54 [79], \port__data$54 [79], \port__data$54 [79], \port__data$54 [79], \port__data$54 [79], \port__data$54 [79], \port__data$54 [79], \port__data$54 [79], \port__data$54 [79], \port__data$54 [79:64] };
-  assign \$19  = use_acc2a ? \port__data$55 [167:140] : { \port__data$54 [95], \port__data$54 [95], \port__data$54 [95], \port__data$54 [95], \port__data$54 [95], \port__data$54 [95], \port__data$54 [95], \port__data$54 [95], \port__data$54 [95], \port__data$54 [95], \port__data$54 [95], \port__data$54 [95], \port__data$54 [95:80] };
-  assign \$20  = use_acc2a ? \port__data$55 [195:168] : { \port__data$54 [111], \port__data$54 [111], \port__data$54 [111], \port__data$54 [111], \port__data$54 [111], \port__data$54 [111], \port__data$54 [111], \port__data$54 [111], \port__data$54 [111], \port__data$54 [111], \port__data$54 [111], \port__data$54 [111], \port__data$54 [111:96] };
-  assign \$21  = use_acc2a ? \port__data$55 [223:196] : { \port__data$54 [127], \port__data$54 [127], \port__data$54 [127], \port__data$54 [127], \port__data$54 [127], \port__data$54 [127], \port__data$54 [127], \port__data$54 [127], \port__data$54 [127], \port__data$54 [127], \port__data$54 [127], \port__data$54 [127], \port__data$54 [127:112] };
-  assign \$22  = slot_c2a[0] & slot_c2a[11];
-  assign \$23  = 1'h0 + port__en;
-  assign \$24  = layer1_weights_reads + \$23 ;
-  assign \$25  = | \port__en$13 ;
-  assign \$26  = 1'h0 + \$25 ;
-  assign \$27  = layer1_weights_writes + \$26 ;
-  assign \$28  = 1'h0 + \port__en$16 ;
-  assign \$29  = layer1_bias_reads + \$28 ;
-  assign \$30  = | \port__en$18 ;
-  assign \$31  = 1'h0 + \$30 ;
-  assign \$32  = layer1_bias_writes + \$31 ;
-  assign \$33  = 1'h0 + \port__en$20 ;
-  assign \$34  = layer1_params_reads + \$33 ;
-  assign \$35  = | \$7 [3:0];
-  assign \$36  = 1'h0 + \$35 ;
-  assign \$37  = layer1_params_writes + \$36 ;
-  assign \$38  = 1'h0 + \port__en$24 ;
-  assign \$39  = layer1_state_reads + \$38 ;
-  assign \$41  = 1'h0 + \$40 ;
-  assign \$42  = layer1_state_writes + \$41 ;
-  assign \$43  = 1'h0 + \port__en$29 ;
-  assign \$44  = layer1_acc_reads + \$43 ;
-  assign \$46  = 1'h0 + \$45 ;
-  assign \$47  = layer1_acc_writes + \$46 ;
-  assign \$48  = 1'h0 + \port__en$34 ;
-  assign \$49  = layer1_pool_reads + \$48 ;
-  assign \$51  = 1'h0 + \$50 ;
-  assign \$52  = layer1_pool_writes + \$51 ;
-  assign \$53  = ~ slot_c2[15];
-  assign \$54  = slot_c2[0] & \$53 ;
-  assign \$55  = | slot_c2[36:20];
-  assign \$56  = \$54  & \$55 ;
-  assign \$58  = layer1_macs + 4'h8;
+  assign \$16  = slot_c2[2:1] * 1'h1;
+  assign \$17  = \$16  + 1'h0;
+  assign weights = slot_c2[15] ? 64'h0000000000000000 : \port__data$49 ;
+  assign \$18  = use_acc2a ? \port__data$55 [27:0] : { \port__data$54 [15], \port__data$54 [15], \port__data$54 [15], \port__data$54 [15], \port__data$54 [15], \port__data$54 [15], \port__data$54 [15], \port__data$54 [15], \port__data$54 [15], \port__data$54 [15], \port__data$54 [15], \port__data$54 [15], \port__data$54 [15:0] };
+  assign \$19  = use_acc2a ? \port__data$55 [55:28] : { \port__data$54 [31], \port__data$54 [31], \port__data$54 [31], \port__data$54 [31], \port__data$54 [31], \port__data$54 [31], \port__data$54 [31], \port__data$54 [31], \port__data$54 [31], \port__data$54 [31], \port__data$54 [31], \port__data$54 [31], \port__data$54 [31:16] };
+  assign \$20  = use_acc2a ? \port__data$55 [83:56] : { \port__data$54 [47], \port__data$54 [47], \port__data$54 [47], \port__data$54 [47], \port__data$54 [47], \port__data$54 [47], \port__data$54 [47], \port__data$54 [47], \port__data$54 [47], \port__data$54 [47], \port__data$54 [47], \port__data$54 [47], \port__data$54 [47:32] };
+  assign \$21  = use_acc2a ? \port__data$55 [111:84] : { \port__data$54 [63], \port__data$54 [63], \port__data$54 [63], \port__data$54 [63], \port__data$54 [63], \port__data$54 [63], \port__data$54 [63], \port__data$54 [63], \port__data$54 [63], \port__data$54 [63], \port__data$54 [63], \port__data$54 [63], \port__data$54 [63:48] };
+  assign \$22  = use_acc2a ? \port__data$55 [139:112] : { \port__data$54 [79], \port__data$54 [79], \port__data$54 [79], \port__data$54 [79], \port__data$54 [79], \port__data$54 [79], \port__data$54 [79], \port__data$54 [79], \port__data$54 [79], \port__data$54 [79], \port__data$54 [79], \port__data$54 [79], \port__data$54 [79:64] };
+  assign \$23  = use_acc2a ? \port__data$55 [167:140] : { \port__data$54 [95], \port__data$54 [95], \port__data$54 [95], \port__data$54 [95], \port__data$54 [95], \port__data$54 [95], \port__data$54 [95], \port__data$54 [95], \port__data$54 [95], \port__data$54 [95], \port__data$54 [95], \port__data$54 [95], \port__data$54 [95:80] };
+  assign \$24  = use_acc2a ? \port__data$55 [195:168] : { \port__data$54 [111], \port__data$54 [111], \port__data$54 [111], \port__data$54 [111], \port__data$54 [111], \port__data$54 [111], \port__data$54 [111], \port__data$54 [111], \port__data$54 [111], \port__data$54 [111], \port__data$54 [111], \port__data$54 [111], \port__data$54 [111:96] };
+  assign \$25  = use_acc2a ? \port__data$55 [223:196] : { \port__data$54 [127], \port__data$54 [127], \port__data$54 [127], \port__data$54 [127], \port__data$54 [127], \port__data$54 [127], \port__data$54 [127], \port__data$54 [127], \port__data$54 [127], \port__data$54 [127], \port__data$54 [127], \port__data$54 [127], \port__data$54 [127:112] };
+  assign \$26  = slot_c2a[0] & slot_c2a[11];
+  assign \$27  = 1'h0 + port__en;
+  assign \$28  = layer1_weights_reads + \$27 ;
+  assign \$29  = | \port__en$13 ;
+  assign \$30  = 1'h0 + \$29 ;
+  assign \$31  = layer1_weights_writes + \$30 ;
+  assign \$32  = 1'h0 + \port__en$16 ;
+  assign \$33  = layer1_bias_reads + \$32 ;
+  assign \$34  = | \port__en$18 ;
+  assign \$35  = 1'h0 + \$34 ;
+  assign \$36  = layer1_bias_writes + \$35 ;
+  assign \$37  = 1'h0 + \port__en$20 ;
+  assign \$38  = layer1_params_reads + \$37 ;
+  assign \$39  = | \$7 [3:0];
+  assign \$40  = 1'h0 + \$39 ;
+  assign \$41  = layer1_params_writes + \$40 ;
+  assign \$42  = 1'h0 + \port__en$24 ;
+  assign \$43  = layer1_state_reads + \$42 ;
+  assign \$45  = 1'h0 + \$44 ;
+  assign \$46  = layer1_state_writes + \$45 ;
+  assign \$47  = 1'h0 + \port__en$29 ;
+  assign \$48  = layer1_acc_reads + \$47 ;
+  assign \$50  = 1'h0 + \$49 ;
+  assign \$51  = layer1_acc_writes + \$50 ;
+  assign \$52  = 1'h0 + \port__en$34 ;
+  assign \$53  = layer1_pool_reads + \$52 ;
+  assign \$55  = 1'h0 + \$54 ;
+  assign \$56  = layer1_pool_writes + \$55 ;
+  assign \$57  = ~ slot_c2[15];
+  assign \$58  = slot_c2[0] & \$57 ;
+  assign \$59  = | slot_c2[36:20];
+  assign \$60  = \$58  & \$59 ;
+  assign \$62  = layer1_macs + 4'h8;
   always @(posedge clk)
-    slot_c1 <= \$59 ;
+    slot_c1 <= \$63 ;
   always @(posedge clk)
-    layer1_weights_reads <= \$60 ;
+    layer1_weights_reads <= \$64 ;
   always @(posedge clk)
-    layer1_weights_writes <= \$61 ;
+    layer1_weights_writes <= \$65 ;
   always @(posedge clk)
-    layer1_bias_reads <= \$62 ;
+    layer1_bias_reads <= \$66 ;
   always @(posedge clk)
-    layer1_bias_writes <= \$63 ;
+    layer1_bias_writes <= \$67 ;
   always @(posedge clk)
-    layer1_params_reads <= \$64 ;
+    layer1_params_reads <= \$68 ;
   always @(posedge clk)
-    layer1_params_writes <= \$65 ;
+    layer1_params_writes <= \$69 ;
   always @(posedge clk)
-    layer1_state_reads <= \$66 ;
+    layer1_state_reads <= \$70 ;
   always @(posedge clk)
-    layer1_state_writes <= \$67 ;
+    layer1_state_writes <= \$71 ;
   always @(posedge clk)
-    layer1_acc_reads <= \$68 ;
+    layer1_acc_reads <= \$72 ;
   always @(posedge clk)
-    layer1_acc_writes <= \$69 ;
+    layer1_acc_writes <= \$73 ;
   always @(posedge clk)
-    layer1_pool_reads <= \$70 ;
+    layer1_pool_reads <= \$74 ;
   always @(posedge clk)
-    layer1_pool_writes <= \$71 ;
+    layer1_pool_writes <= \$75 ;
   always @(posedge clk)
-    slot_c2 <= \$72 ;
+    slot_c2 <= \$76 ;
   always @(posedge clk)
-    use_acc2a <= \$73 ;
+    use_acc2a <= \$77 ;
   always @(posedge clk)
-    layer1_macs <= \$74 ;
+    layer1_macs <= \$78 ;
   always @(posedge clk)
-    slot_c2a <= \$75 ;
+    slot_c2a <= \$79 ;
   always @(posedge clk)
-    params <= \$76 ;
+    params <= \$80 ;
   always @(posedge clk)
-    state <= \$77 ;
+    state <= \$81 ;
   always @(posedge clk)
-    pool <= \$78 ;
+    pool <= \$82 ;
   always @(posedge clk)
-    slot_c2b <= \$79 ;
+    slot_c2b <= \$83 ;
   always @(posedge clk)
-    \slot$83  <= \$80 ;
+    \slot$83  <= \$84 ;
   assign \$1  = config__payload[3:0] == 3'h5;
   assign \$2  = config__valid & \$1 ;
   assign \port__en$13  = \$2  << config__payload[12:10];
@@ -8090,9 +8099,6 @@ module \accelerator.layer1.front (config__valid, clk, rst, items__ready, startin
   assign \$10  = slot_c1[0] & \$9 ;
   assign use_acc = ~ slot_c2[13];
   assign \$12  = slot_c2[0] & slot_c2[10];
-  assign weights = slot_c2[15] ? 64'h0000000000000000 : \port__data$49 ;
-  assign \$14  = use_acc2a ? \port__data$55 [27:0] : { \port__data$54 [15], \port__data$54 [15], \port__data$54 [15], \port__data$54 [15], \port__data$54 [15], \port__data$54 [15], \port__data$54 [15], \port__data$54 [15], \port__data$54 [15], \port__data$54 [15], \port__data$54 [15], \port__data$54 [15], \port__data$54 [15:0] };
-  assign \$15  = use_acc2a ? \port__data$55 [55:28] : { \port__data$54 [31], \port__data$54 [31], \port__data$54 [31], \port__data$54 [31], \port__data$54 [31], \port__data$54 [31], \port__data$54 [31], \port__data$54 [31], \port__data$54 [31], \port__data$54 [31], \port__data$54 [31], \port__data$54 [31], \port__data$54 [31:16] };
   \accelerator.layer1.front.issue  issue (
     .clk(clk),
     .credit(credit),
@@ -8129,10 +8135,9 @@ module \accelerator.layer1.front (config__valid, clk, rst, items__ready, startin
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \port__en$16  = 1'h0;
-    if (\$13 ) begin
-      (* full_case = 32'd1 *)
-      if (use_acc) begin
-      end else begin
+    if (\$12 ) begin
+      if (\$13 ) begin
+      end else if (\$15 ) begin
         \port__en$16  = 1'h1;
       end
     end
@@ -8140,22 +8145,22 @@ module \accelerator.layer1.front (config__valid, clk, rst, items__ready, startin
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \port__en$20  = 1'h0;
-    if (\$22 ) begin
+    if (\$26 ) begin
       \port__en$20  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \port__en$24  = 1'h0;
-    if (\$22 ) begin
+    if (\$26 ) begin
       \port__en$24  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \port__en$29  = 1'h0;
-    if (\$13 ) begin
-      if (use_acc) begin
+    if (\$12 ) begin
+      if (\$13 ) begin
         \port__en$29  = 1'h1;
       end
     end
@@ -8163,195 +8168,195 @@ module \accelerator.layer1.front (config__valid, clk, rst, items__ready, startin
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \port__en$34  = 1'h0;
-    if (\$22 ) begin
+    if (\$26 ) begin
       \port__en$34  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \port__addr$44  = 2'h0;
-    if (\$13 ) begin
-      if (use_acc) begin
-        \port__addr$44  = slot_c2[2:1];
+    if (\$12 ) begin
+      if (\$13 ) begin
+        \port__addr$44  = \$17 [1:0];
       end
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \port__addr$57  = 2'h0;
-    if (\$22 ) begin
+    if (\$26 ) begin
       \port__addr$57  = slot_c2a[2:1];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \port__addr$58  = 2'h0;
-    if (\$22 ) begin
+    if (\$26 ) begin
       \port__addr$58  = slot_c2a[2:1];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \port__addr$59  = 2'h0;
-    if (\$22 ) begin
+    if (\$26 ) begin
       \port__addr$59  = slot_c2a[2:1];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$59  = slot;
+    \$63  = slot;
     if (rst) begin
-      \$59  = 37'h0000000000;
+      \$63  = 37'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$60  = \$24 [31:0];
-    if (rst) begin
-      \$60  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$61  = \$27 [31:0];
-    if (rst) begin
-      \$61  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$62  = \$29 [31:0];
-    if (rst) begin
-      \$62  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$63  = \$32 [31:0];
-    if (rst) begin
-      \$63  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$64  = \$34 [31:0];
+    \$64  = \$28 [31:0];
     if (rst) begin
       \$64  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$65  = \$37 [31:0];
+    \$65  = \$31 [31:0];
     if (rst) begin
       \$65  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$66  = \$39 [31:0];
+    \$66  = \$33 [31:0];
     if (rst) begin
       \$66  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$67  = \$42 [31:0];
+    \$67  = \$36 [31:0];
     if (rst) begin
       \$67  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$68  = \$44 [31:0];
+    \$68  = \$38 [31:0];
     if (rst) begin
       \$68  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$69  = \$47 [31:0];
+    \$69  = \$41 [31:0];
     if (rst) begin
       \$69  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$70  = \$49 [31:0];
+    \$70  = \$43 [31:0];
     if (rst) begin
       \$70  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$71  = \$52 [31:0];
+    \$71  = \$46 [31:0];
     if (rst) begin
       \$71  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$72  = slot_c1;
+    \$72  = \$48 [31:0];
     if (rst) begin
-      \$72  = 37'h0000000000;
+      \$72  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$73  = use_acc;
+    \$73  = \$51 [31:0];
     if (rst) begin
-      \$73  = 1'h0;
+      \$73  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$74  = layer1_macs;
-    if (\$57 ) begin
-      \$74  = \$58 [31:0];
-    end
+    \$74  = \$53 [31:0];
     if (rst) begin
       \$74  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$75  = slot_c2;
+    \$75  = \$56 [31:0];
     if (rst) begin
-      \$75  = 37'h0000000000;
+      \$75  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$76  = \port__data$77 ;
+    \$76  = slot_c1;
     if (rst) begin
-      \$76  = 32'd0;
+      \$76  = 37'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$77  = \port__data$79 ;
+    \$77  = use_acc;
     if (rst) begin
-      \$77  = 64'h0000000000000000;
+      \$77  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$78  = \port__data$81 ;
+    \$78  = layer1_macs;
+    if (\$61 ) begin
+      \$78  = \$62 [31:0];
+    end
     if (rst) begin
-      \$78  = 96'h000000000000000000000000;
+      \$78  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$79  = slot_c2a;
+    \$79  = slot_c2;
     if (rst) begin
       \$79  = 37'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$80  = slot_c2b;
+    \$80  = \port__data$77 ;
     if (rst) begin
-      \$80  = 37'h0000000000;
+      \$80  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    \$81  = \port__data$79 ;
+    if (rst) begin
+      \$81  = 64'h0000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    \$82  = \port__data$81 ;
+    if (rst) begin
+      \$82  = 96'h000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    \$83  = slot_c2a;
+    if (rst) begin
+      \$83  = 37'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    \$84  = slot_c2b;
+    if (rst) begin
+      \$84  = 37'h0000000000;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -8373,7 +8378,7 @@ module \accelerator.layer1.front (config__valid, clk, rst, items__ready, startin
   assign \port__en$37  = pool_write[2];
   assign \port__data$38  = pool_write[98:3];
   assign \port__addr$39  = \$8 [5:0];
-  assign \port__addr$41  = slot_c2[2:1];
+  assign \port__addr$43  = slot_c2[2:1];
   assign valid = slot_c2[0];
   assign first = slot_c2[10];
   assign value = slot_c2[36:20];
@@ -8525,14 +8530,14 @@ module \accelerator.layer1.front (config__valid, clk, rst, items__ready, startin
   assign \slot$83.empty  = \slot$83 [15];
   assign \slot$83.index  = \slot$83 [19:16];
   assign \slot$83.value  = \slot$83 [36:20];
-  assign seeds[223:196] = \$21 ;
-  assign seeds[195:168] = \$20 ;
-  assign seeds[167:140] = \$19 ;
-  assign seeds[139:112] = \$18 ;
-  assign seeds[111:84] = \$17 ;
-  assign seeds[83:56] = \$16 ;
-  assign seeds[55:28] = \$15 ;
-  assign seeds[27:0] = \$14 ;
+  assign seeds[223:196] = \$25 ;
+  assign seeds[195:168] = \$24 ;
+  assign seeds[167:140] = \$23 ;
+  assign seeds[139:112] = \$22 ;
+  assign seeds[111:84] = \$21 ;
+  assign seeds[83:56] = \$20 ;
+  assign seeds[55:28] = \$19 ;
+  assign seeds[27:0] = \$18 ;
   assign \port__data$23 [31:24] = config__payload[20:13];
   assign \port__data$23 [23:16] = config__payload[20:13];
   assign \port__data$23 [15:8] = config__payload[20:13];
@@ -8554,11 +8559,13 @@ module \accelerator.layer1.front (config__valid, clk, rst, items__ready, startin
   assign port__data[15:8] = config__payload[20:13];
   assign port__data[7:0] = config__payload[20:13];
   assign \$11  = \$10 ;
-  assign \$13  = \$12 ;
-  assign \$40  = state_write[2];
-  assign \$45  = acc_write[2];
-  assign \$50  = pool_write[2];
-  assign \$57  = \$56 ;
+  assign \$13  = use_acc;
+  assign \$14  = slot_c2[13];
+  assign \$15  = slot_c2[13];
+  assign \$44  = state_write[2];
+  assign \$49  = acc_write[2];
+  assign \$54  = pool_write[2];
+  assign \$61  = \$60 ;
 endmodule
 
 (* generator = "Amaranth" *)
@@ -8577,77 +8584,78 @@ module \accelerator.layer1.front.issue (rst, items__ready, starting, credit, ite
   wire \$19 ;
   wire \$2 ;
   wire \$20 ;
-  wire [4:0] \$21 ;
-  wire [5:0] \$22 ;
-  wire \$23 ;
+  wire \$21 ;
+  wire [4:0] \$22 ;
+  wire [5:0] \$23 ;
   wire \$24 ;
-  wire [3:0] \$25 ;
-  wire [16:0] \$26 ;
-  wire [1:0] \$27 ;
-  wire [32:0] \$28 ;
-  wire \$29 ;
+  wire \$25 ;
+  wire [3:0] \$26 ;
+  wire [16:0] \$27 ;
+  wire [1:0] \$28 ;
+  wire [32:0] \$29 ;
   wire \$3 ;
-  wire [1:0] \$30 ;
-  wire [32:0] \$31 ;
-  wire \$32 ;
+  wire \$30 ;
+  wire [1:0] \$31 ;
+  wire [32:0] \$32 ;
   wire \$33 ;
   wire \$34 ;
-  wire [5:0] \$35 ;
-  wire \$36 ;
+  wire \$35 ;
+  wire [5:0] \$36 ;
   wire \$37 ;
-  wire [32:0] \$38 ;
-  wire [5:0] \$39 ;
+  wire \$38 ;
+  wire [32:0] \$39 ;
   wire [4:0] \$4 ;
-  wire \$40 ;
+  wire [5:0] \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
-  wire [3:0] \$44 ;
-  reg [4:0] \$45 ;
-  wire \$46 ;
+  wire \$44 ;
+  wire [3:0] \$45 ;
+  reg [4:0] \$46 ;
   wire \$47 ;
-  wire [32:0] \$48 ;
-  wire \$49 ;
+  wire \$48 ;
+  wire [32:0] \$49 ;
   wire [5:0] \$5 ;
-  wire [32:0] \$50 ;
-  wire \$51 ;
+  wire \$50 ;
+  wire [32:0] \$51 ;
   wire \$52 ;
   wire \$53 ;
   wire \$54 ;
   wire \$55 ;
-  wire [2:0] \$56 ;
-  wire [7:0] \$57 ;
-  wire \$58 ;
+  wire \$56 ;
+  wire [2:0] \$57 ;
+  wire [7:0] \$58 ;
   wire \$59 ;
   wire [23:0] \$6 ;
-  wire [32:0] \$60 ;
-  wire [5:0] \$61 ;
-  reg [31:0] \$62 ;
+  wire \$60 ;
+  wire [32:0] \$61 ;
+  wire [5:0] \$62 ;
   reg [31:0] \$63 ;
-  reg [4:0] \$64 ;
-  reg [31:0] \$65 ;
-  reg [1:0] \$66 ;
-  reg [4:0] \$67 ;
+  reg [31:0] \$64 ;
+  reg [4:0] \$65 ;
+  reg [31:0] \$66 ;
+  reg [1:0] \$67 ;
   reg [4:0] \$68 ;
-  reg [1:0] \$69 ;
+  reg [4:0] \$69 ;
   wire [23:0] \$7 ;
   reg [1:0] \$70 ;
-  reg \$71 ;
+  reg [1:0] \$71 ;
   reg \$72 ;
-  reg [36:0] \$73 ;
-  reg [2:0] \$74 ;
-  reg \$75 ;
-  reg [4:0] \$76 ;
-  reg [1:0] \$77 ;
-  reg [6:0] \$78 ;
-  reg [4:0] \$79 ;
+  reg \$73 ;
+  reg [36:0] \$74 ;
+  reg [2:0] \$75 ;
+  reg \$76 ;
+  reg [4:0] \$77 ;
+  reg [1:0] \$78 ;
+  reg [6:0] \$79 ;
   wire \$8 ;
-  reg \$80 ;
+  reg [4:0] \$80 ;
   reg \$81 ;
-  reg [31:0] \$82 ;
+  reg \$82 ;
   reg [31:0] \$83 ;
-  reg \$84 ;
-  reg [31:0] \$85 ;
+  reg [31:0] \$84 ;
+  reg \$85 ;
+  reg [31:0] \$86 ;
   wire \$9 ;
   reg [1:0] \$signal  = 2'h0;
   reg [1:0] \$signal$32  = 2'h0;
@@ -8777,99 +8785,100 @@ module \accelerator.layer1.front.issue (rst, items__ready, starting, credit, ite
     end
   end
   assign rd__data = _0_;
+  assign \$11  = slot + 1'h1;
   assign last_slot = \$11  >= n_items;
-  assign \$12  = | slot;
-  assign \$15  = \$14  | credit;
-  assign \$16  = ~ seq_end;
-  assign \$17  = \$15  | \$16 ;
-  assign issue = busy & \$17 ;
-  assign \$18  = ! slot;
-  assign \$19  = issue & \$18 ;
-  assign starting = \$20  & seq_end;
-  assign \$21  = rbank ? 5'h10 : 5'h00;
-  assign \$22  = \$21  + slot;
-  assign \$23  = | n_items;
-  assign \$25  = meta[15] ? 4'h0 : rd__data[3:0];
-  assign \$26  = meta[15] ? 17'h00000 : rd__data[20:4];
-  assign \$27  = 1'h0 + rd__en;
-  assign \$28  = layer1_items_reads + \$27 ;
-  assign \$30  = 1'h0 + \$29 ;
-  assign \$31  = layer1_items_writes + \$30 ;
-  assign \$32  = \$signal  >> wbank;
-  assign \$33  = ~ \$32 ;
-  assign \$34  = items__valid & \$33 ;
-  assign \$35  = wcount + 1'h1;
-  assign \$36  = ~ stored;
-  assign \$37  = nonzero & \$36 ;
-  assign \$38  = layer1_item_overflows + 1'h1;
-  assign \$39  = wcount + stored;
-  assign \$40  = ~ wbank;
-  assign \$41  = ~ busy;
-  assign \$42  = | drain;
-  assign \$43  = \$signal  >> rbank;
-  assign \$44  = drain - 1'h1;
-  assign \$46  = \$signal$32  >> rbank;
-  assign \$47  = \$signal$34  >> rbank;
-  assign \$48  = layer1_busy_cycles + 1'h1;
-  assign \$49  = ~ issue;
-  assign \$50  = layer1_stall_cycles + 1'h1;
-  assign \$51  = ! slot;
-  assign \$53  = group == 2'h3;
-  assign \$54  = ! n_items;
-  assign \$56  = group + 1'h1;
-  assign \$57  = base + 5'h10;
-  assign \$58  = group == 2'h3;
-  assign \$59  = ~ rbank;
-  assign \$60  = layer1_steps + 1'h1;
-  assign \$61  = slot + 1'h1;
+  assign \$13  = | slot;
+  assign \$16  = \$15  | credit;
+  assign \$17  = ~ seq_end;
+  assign \$18  = \$16  | \$17 ;
+  assign issue = \$12  & \$18 ;
+  assign \$19  = ! slot;
+  assign \$20  = issue & \$19 ;
+  assign starting = \$21  & seq_end;
+  assign \$22  = rbank ? 5'h10 : 5'h00;
+  assign \$23  = \$22  + slot;
+  assign \$24  = | n_items;
+  assign \$26  = meta[15] ? 4'h0 : rd__data[3:0];
+  assign \$27  = meta[15] ? 17'h00000 : rd__data[20:4];
+  assign \$28  = 1'h0 + rd__en;
+  assign \$29  = layer1_items_reads + \$28 ;
+  assign \$31  = 1'h0 + \$30 ;
+  assign \$32  = layer1_items_writes + \$31 ;
+  assign \$33  = \$signal  >> wbank;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = items__valid & \$34 ;
+  assign \$36  = wcount + 1'h1;
+  assign \$37  = ~ stored;
+  assign \$38  = nonzero & \$37 ;
+  assign \$39  = layer1_item_overflows + 1'h1;
+  assign \$40  = wcount + stored;
+  assign \$41  = ~ wbank;
+  assign \$42  = ~ busy;
+  assign \$43  = | drain;
+  assign \$44  = \$signal  >> rbank;
+  assign \$45  = drain - 1'h1;
+  assign \$47  = \$signal$32  >> rbank;
+  assign \$48  = \$signal$34  >> rbank;
+  assign \$49  = layer1_busy_cycles + 1'h1;
+  assign \$50  = ~ issue;
+  assign \$51  = layer1_stall_cycles + 1'h1;
+  assign \$52  = ! slot;
+  assign \$54  = group == 2'h3;
+  assign \$55  = ! n_items;
+  assign \$57  = group + 1'h1;
+  assign \$58  = base + 5'h10;
+  assign \$59  = group == 2'h3;
+  assign \$60  = ~ rbank;
+  assign \$61  = layer1_steps + 1'h1;
+  assign \$62  = slot + 1'h1;
   always @(posedge clk)
-    layer1_items_reads <= \$62 ;
+    layer1_items_reads <= \$63 ;
   always @(posedge clk)
-    layer1_items_writes <= \$63 ;
+    layer1_items_writes <= \$64 ;
   always @(posedge clk)
-    wcount <= \$64 ;
+    wcount <= \$65 ;
   always @(posedge clk)
-    layer1_item_overflows <= \$65 ;
+    layer1_item_overflows <= \$66 ;
   always @(posedge clk)
-    \$signal  <= \$66 ;
+    \$signal  <= \$67 ;
   always @(posedge clk)
-    bank0_count <= \$67 ;
+    bank0_count <= \$68 ;
   always @(posedge clk)
-    bank1_count <= \$68 ;
+    bank1_count <= \$69 ;
   always @(posedge clk)
-    \$signal$32  <= \$69 ;
+    \$signal$32  <= \$70 ;
   always @(posedge clk)
-    \$signal$34  <= \$70 ;
+    \$signal$34  <= \$71 ;
   always @(posedge clk)
-    next_first <= \$71 ;
+    next_first <= \$72 ;
   always @(posedge clk)
-    wbank <= \$72 ;
+    wbank <= \$73 ;
   always @(posedge clk)
-    meta <= \$73 ;
+    meta <= \$74 ;
   always @(posedge clk)
-    drain <= \$74 ;
+    drain <= \$75 ;
   always @(posedge clk)
-    busy <= \$75 ;
+    busy <= \$76 ;
   always @(posedge clk)
-    n_items <= \$76 ;
+    n_items <= \$77 ;
   always @(posedge clk)
-    group <= \$77 ;
+    group <= \$78 ;
   always @(posedge clk)
-    base <= \$78 ;
+    base <= \$79 ;
   always @(posedge clk)
-    slot <= \$79 ;
+    slot <= \$80 ;
   always @(posedge clk)
-    seq_first <= \$80 ;
+    seq_first <= \$81 ;
   always @(posedge clk)
-    seq_end <= \$81 ;
+    seq_end <= \$82 ;
   always @(posedge clk)
-    layer1_busy_cycles <= \$82 ;
+    layer1_busy_cycles <= \$83 ;
   always @(posedge clk)
-    layer1_stall_cycles <= \$83 ;
+    layer1_stall_cycles <= \$84 ;
   always @(posedge clk)
-    rbank <= \$84 ;
+    rbank <= \$85 ;
   always @(posedge clk)
-    layer1_steps <= \$85 ;
+    layer1_steps <= \$86 ;
   assign \$1  = \$signal  >> wbank;
   assign \$2  = ~ \$1 ;
   assign nonzero = | items__payload[20:4];
@@ -8881,22 +8890,21 @@ module \accelerator.layer1.front.issue (rst, items__ready, starting, credit, ite
   assign \$8  = \$signal  >> wbank;
   assign \$9  = ~ \$8 ;
   assign \$10  = items__valid & \$9 ;
-  assign \$11  = slot + 1'h1;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
-          \$45  = bank0_count;
+          \$46  = bank0_count;
       1'h1:
-          \$45  = bank1_count;
+          \$46  = bank1_count;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
     rd__en = 1'h0;
     if (issue) begin
-      rd__en = \$24 ;
+      rd__en = \$25 ;
     end
   end
   always @* begin
@@ -8912,107 +8920,89 @@ module \accelerator.layer1.front.issue (rst, items__ready, starting, credit, ite
     if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
     rd__addr = 5'h00;
     if (issue) begin
-      rd__addr = \$22 [4:0];
+      rd__addr = \$23 [4:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$62  = \$28 [31:0];
-    if (rst) begin
-      \$62  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$63  = \$31 [31:0];
+    \$63  = \$29 [31:0];
     if (rst) begin
       \$63  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$64  = wcount;
-    if (\$34 ) begin
+    \$64  = \$32 [31:0];
+    if (rst) begin
+      \$64  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    \$65  = wcount;
+    if (\$35 ) begin
       if (stored) begin
-        \$64  = \$35 [4:0];
+        \$65  = \$36 [4:0];
       end
       if (items__payload[21]) begin
-        \$64  = 5'h00;
+        \$65  = 5'h00;
       end
     end
     if (rst) begin
-      \$64  = 5'h00;
+      \$65  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$65  = layer1_item_overflows;
-    if (\$34 ) begin
-      if (\$37 ) begin
-        \$65  = \$38 [31:0];
+    \$66  = layer1_item_overflows;
+    if (\$35 ) begin
+      if (\$38 ) begin
+        \$66  = \$39 [31:0];
       end
     end
     if (rst) begin
-      \$65  = 32'd0;
+      \$66  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$66  = \$signal ;
-    if (\$34 ) begin
+    \$67  = \$signal ;
+    if (\$35 ) begin
       if (items__payload[21]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$66 [0] = 1'h1;
+              \$67 [0] = 1'h1;
           1'h1:
-              \$66 [1] = 1'h1;
+              \$67 [1] = 1'h1;
         endcase
       end
     end
     if (issue) begin
-      if (\$55 ) begin
-        if (\$58 ) begin
+      if (\$56 ) begin
+        if (\$59 ) begin
           (* full_case = 32'd1 *)
           casez (rbank)
             1'h0:
-                \$66 [0] = 1'h0;
+                \$67 [0] = 1'h0;
             1'h1:
-                \$66 [1] = 1'h0;
+                \$67 [1] = 1'h0;
           endcase
         end
       end
     end
     if (rst) begin
-      \$66  = 2'h0;
+      \$67  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$67  = bank0_count;
-    if (\$34 ) begin
+    \$68  = bank0_count;
+    if (\$35 ) begin
       if (items__payload[21]) begin
         casez (wbank)
           1'h0:
-              \$67  = \$39 [4:0];
-        endcase
-      end
-    end
-    if (rst) begin
-      \$67  = 5'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$68  = bank1_count;
-    if (\$34 ) begin
-      if (items__payload[21]) begin
-        (* full_case = 32'd1 *)
-        casez (wbank)
-          1'h0:
-              /* empty */;
-          1'h1:
-              \$68  = \$39 [4:0];
+              \$68  = \$40 [4:0];
         endcase
       end
     end
@@ -9022,33 +9012,33 @@ module \accelerator.layer1.front.issue (rst, items__ready, starting, credit, ite
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$69  = \$signal$32 ;
-    if (\$34 ) begin
+    \$69  = bank1_count;
+    if (\$35 ) begin
       if (items__payload[21]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$69 [0] = next_first;
+              /* empty */;
           1'h1:
-              \$69 [1] = next_first;
+              \$69  = \$40 [4:0];
         endcase
       end
     end
     if (rst) begin
-      \$69  = 2'h0;
+      \$69  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$70  = \$signal$34 ;
-    if (\$34 ) begin
+    \$70  = \$signal$32 ;
+    if (\$35 ) begin
       if (items__payload[21]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$70 [0] = items__payload[22];
+              \$70 [0] = next_first;
           1'h1:
-              \$70 [1] = items__payload[22];
+              \$70 [1] = next_first;
         endcase
       end
     end
@@ -9058,174 +9048,179 @@ module \accelerator.layer1.front.issue (rst, items__ready, starting, credit, ite
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$71  = next_first;
-    if (\$34 ) begin
+    \$71  = \$signal$34 ;
+    if (\$35 ) begin
       if (items__payload[21]) begin
-        \$71  = items__payload[22];
+        (* full_case = 32'd1 *)
+        casez (wbank)
+          1'h0:
+              \$71 [0] = items__payload[22];
+          1'h1:
+              \$71 [1] = items__payload[22];
+        endcase
       end
     end
     if (rst) begin
-      \$71  = 1'h1;
+      \$71  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$72  = wbank;
-    if (\$34 ) begin
+    \$72  = next_first;
+    if (\$35 ) begin
       if (items__payload[21]) begin
-        \$72  = \$40 ;
+        \$72  = items__payload[22];
       end
     end
     if (rst) begin
-      \$72  = 1'h0;
+      \$72  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$73 [36:1] = meta[36:1];
-    \$73 [0] = issue;
-    if (issue) begin
-      \$73 [2:1] = group;
-      \$73 [9:3] = base;
-      \$73 [10] = \$51 ;
-      \$73 [11] = \$52 ;
-      \$73 [12] = \$53 ;
-      \$73 [13] = seq_first;
-      \$73 [14] = seq_end;
-      \$73 [15] = \$54 ;
+    \$73  = wbank;
+    if (\$35 ) begin
+      if (items__payload[21]) begin
+        \$73  = \$41 ;
+      end
     end
     if (rst) begin
-      \$73  = 37'h0000000000;
+      \$73  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$74  = drain;
-    if (\$41 ) begin
-      if (\$42 ) begin
-        \$74  = \$44 [2:0];
+    \$74 [36:1] = meta[36:1];
+    \$74 [0] = issue;
+    if (issue) begin
+      \$74 [2:1] = group;
+      \$74 [9:3] = base;
+      \$74 [10] = \$52 ;
+      \$74 [11] = \$53 ;
+      \$74 [12] = \$54 ;
+      \$74 [13] = seq_first;
+      \$74 [14] = seq_end;
+      \$74 [15] = \$55 ;
+    end
+    if (rst) begin
+      \$74  = 37'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    \$75  = drain;
+    if (\$42 ) begin
+      if (\$43 ) begin
+        \$75  = \$45 [2:0];
       end
     end
     if (issue) begin
-      if (\$55 ) begin
-        if (\$58 ) begin
-          \$74  = 3'h0;
+      if (\$56 ) begin
+        if (\$59 ) begin
+          \$75  = 3'h0;
         end
       end
     end
     if (rst) begin
-      \$74  = 3'h0;
+      \$75  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$75  = busy;
-    if (\$41 ) begin
-      if (\$42 ) begin
-      end else if (\$43 ) begin
-        \$75  = 1'h1;
+    \$76  = busy;
+    if (\$42 ) begin
+      if (\$43 ) begin
+      end else if (\$44 ) begin
+        \$76  = 1'h1;
       end
     end
     if (issue) begin
-      if (\$55 ) begin
-        if (\$58 ) begin
-          \$75  = 1'h0;
+      if (\$56 ) begin
+        if (\$59 ) begin
+          \$76  = 1'h0;
         end
       end
     end
     if (rst) begin
-      \$75  = 1'h0;
+      \$76  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$76  = n_items;
-    if (\$41 ) begin
-      if (\$42 ) begin
-      end else if (\$43 ) begin
-        \$76  = \$45 ;
+    \$77  = n_items;
+    if (\$42 ) begin
+      if (\$43 ) begin
+      end else if (\$44 ) begin
+        \$77  = \$46 ;
       end
     end
     if (rst) begin
-      \$76  = 5'h00;
+      \$77  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$77  = group;
-    if (\$41 ) begin
-      if (\$42 ) begin
-      end else if (\$43 ) begin
-        \$77  = 2'h0;
+    \$78  = group;
+    if (\$42 ) begin
+      if (\$43 ) begin
+      end else if (\$44 ) begin
+        \$78  = 2'h0;
       end
     end
     if (issue) begin
-      if (\$55 ) begin
-        \$77  = \$56 [1:0];
+      if (\$56 ) begin
+        \$78  = \$57 [1:0];
       end
     end
     if (rst) begin
-      \$77  = 2'h0;
+      \$78  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$78  = base;
-    if (\$41 ) begin
-      if (\$42 ) begin
-      end else if (\$43 ) begin
-        \$78  = 7'h00;
+    \$79  = base;
+    if (\$42 ) begin
+      if (\$43 ) begin
+      end else if (\$44 ) begin
+        \$79  = 7'h00;
       end
     end
     if (issue) begin
-      if (\$55 ) begin
-        \$78  = \$57 [6:0];
+      if (\$56 ) begin
+        \$79  = \$58 [6:0];
       end
     end
     if (rst) begin
-      \$78  = 7'h00;
+      \$79  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$79  = slot;
-    if (\$41 ) begin
-      if (\$42 ) begin
-      end else if (\$43 ) begin
-        \$79  = 5'h00;
+    \$80  = slot;
+    if (\$42 ) begin
+      if (\$43 ) begin
+      end else if (\$44 ) begin
+        \$80  = 5'h00;
       end
     end
     if (issue) begin
       (* full_case = 32'd1 *)
-      if (\$55 ) begin
-        \$79  = 5'h00;
+      if (\$56 ) begin
+        \$80  = 5'h00;
       end else if (1'h1) begin
-        \$79  = \$61 [4:0];
+        \$80  = \$62 [4:0];
       end
     end
     if (rst) begin
-      \$79  = 5'h00;
+      \$80  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$80  = seq_first;
-    if (\$41 ) begin
-      if (\$42 ) begin
-      end else if (\$43 ) begin
-        \$80  = \$46 ;
-      end
-    end
-    if (rst) begin
-      \$80  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$81  = seq_end;
-    if (\$41 ) begin
-      if (\$42 ) begin
-      end else if (\$43 ) begin
+    \$81  = seq_first;
+    if (\$42 ) begin
+      if (\$43 ) begin
+      end else if (\$44 ) begin
         \$81  = \$47 ;
       end
     end
@@ -9235,25 +9230,24 @@ module \accelerator.layer1.front.issue (rst, items__ready, starting, credit, ite
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$82  = layer1_busy_cycles;
-    (* full_case = 32'd1 *)
-    if (\$41 ) begin
-    end else begin
-      \$82  = \$48 [31:0];
+    \$82  = seq_end;
+    if (\$42 ) begin
+      if (\$43 ) begin
+      end else if (\$44 ) begin
+        \$82  = \$48 ;
+      end
     end
     if (rst) begin
-      \$82  = 32'd0;
+      \$82  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$83  = layer1_stall_cycles;
+    \$83  = layer1_busy_cycles;
     (* full_case = 32'd1 *)
-    if (\$41 ) begin
+    if (\$42 ) begin
     end else begin
-      if (\$49 ) begin
-        \$83  = \$50 [31:0];
-      end
+      \$83  = \$49 [31:0];
     end
     if (rst) begin
       \$83  = 32'd0;
@@ -9261,30 +9255,44 @@ module \accelerator.layer1.front.issue (rst, items__ready, starting, credit, ite
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$84  = rbank;
-    if (issue) begin
-      if (\$55 ) begin
-        if (\$58 ) begin
-          \$84  = \$59 ;
-        end
+    \$84  = layer1_stall_cycles;
+    (* full_case = 32'd1 *)
+    if (\$42 ) begin
+    end else begin
+      if (\$50 ) begin
+        \$84  = \$51 [31:0];
       end
     end
     if (rst) begin
-      \$84  = 1'h0;
+      \$84  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
-    \$85  = layer1_steps;
+    \$85  = rbank;
     if (issue) begin
-      if (\$55 ) begin
-        if (\$58 ) begin
-          \$85  = \$60 [31:0];
+      if (\$56 ) begin
+        if (\$59 ) begin
+          \$85  = \$60 ;
         end
       end
     end
     if (rst) begin
-      \$85  = 32'd0;
+      \$85  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$18 ) begin end
+    \$86  = layer1_steps;
+    if (issue) begin
+      if (\$56 ) begin
+        if (\$59 ) begin
+          \$86  = \$61 [31:0];
+        end
+      end
+    end
+    if (rst) begin
+      \$86  = 32'd0;
     end
   end
   assign wr__addr = \$5 [4:0];
@@ -9315,8 +9323,8 @@ module \accelerator.layer1.front.issue (rst, items__ready, starting, credit, ite
   assign \meta.empty  = meta[15];
   assign \meta.index  = meta[19:16];
   assign \meta.value  = meta[36:20];
-  assign \slot$22 [36:20] = \$26 ;
-  assign \slot$22 [19:16] = \$25 ;
+  assign \slot$22 [36:20] = \$27 ;
+  assign \slot$22 [19:16] = \$26 ;
   assign \slot$22 [15] = meta[15];
   assign \slot$22 [14] = meta[14];
   assign \slot$22 [13] = meta[13];
@@ -9328,13 +9336,14 @@ module \accelerator.layer1.front.issue (rst, items__ready, starting, credit, ite
   assign \slot$22 [0] = meta[0];
   assign items__ready = \$2 ;
   assign \$6  = { 3'h0, items__payload[20:4], 4'h0 };
-  assign \$13  = 1'h0;
-  assign \$14  = \$12 ;
-  assign \$20  = \$19 ;
-  assign \$24  = \$23 ;
-  assign \$29  = wr__en;
-  assign \$52  = last_slot;
-  assign \$55  = last_slot;
+  assign \$12  = busy;
+  assign \$14  = 1'h0;
+  assign \$15  = \$13 ;
+  assign \$21  = \$20 ;
+  assign \$25  = \$24 ;
+  assign \$30  = wr__en;
+  assign \$53  = last_slot;
+  assign \$56  = last_slot;
 endmodule
 
 (* generator = "Amaranth" *)
@@ -11133,40 +11142,39 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
-  wire \$12 ;
-  wire [1:0] \$13 ;
-  wire [32:0] \$14 ;
-  wire \$15 ;
-  wire [1:0] \$16 ;
-  wire [32:0] \$17 ;
-  wire [1:0] \$18 ;
-  wire [32:0] \$19 ;
+  wire [1:0] \$12 ;
+  wire [32:0] \$13 ;
+  wire \$14 ;
+  wire [1:0] \$15 ;
+  wire [32:0] \$16 ;
+  wire [1:0] \$17 ;
+  wire [32:0] \$18 ;
+  wire \$19 ;
   wire \$2 ;
-  wire \$20 ;
-  wire [1:0] \$21 ;
-  wire [32:0] \$22 ;
+  wire [1:0] \$20 ;
+  wire [32:0] \$21 ;
+  wire \$22 ;
   wire \$23 ;
   wire \$24 ;
   wire \$25 ;
   wire \$26 ;
   wire \$27 ;
-  wire \$28 ;
-  wire [2:0] \$29 ;
+  wire [2:0] \$28 ;
+  wire [3:0] \$29 ;
   wire [7:0] \$3 ;
-  wire [3:0] \$30 ;
-  wire [32:0] \$31 ;
-  reg [42:0] \$32 ;
+  wire [32:0] \$30 ;
+  reg [42:0] \$31 ;
+  reg [31:0] \$32 ;
   reg [31:0] \$33 ;
   reg [31:0] \$34 ;
   reg [31:0] \$35 ;
-  reg [31:0] \$36 ;
-  reg [42:0] \$37 ;
-  reg \$38 ;
-  reg [31:0] \$39 ;
+  reg [42:0] \$36 ;
+  reg \$37 ;
+  reg [31:0] \$38 ;
+  reg [42:0] \$39 ;
   wire \$4 ;
   reg [42:0] \$40 ;
   reg [42:0] \$41 ;
-  reg [42:0] \$42 ;
   wire \$5 ;
   wire [7:0] \$6 ;
   wire [6:0] \$7 ;
@@ -11217,7 +11225,7 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   wire [5:0] port__addr;
   wire [1:0] \port__addr$17 ;
   wire [5:0] \port__addr$20 ;
-  wire [1:0] \port__addr$22 ;
+  wire [1:0] \port__addr$23 ;
   wire [31:0] port__data;
   wire [95:0] \port__data$19 ;
   wire [31:0] \port__data$29 ;
@@ -11432,13 +11440,11 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   end
   assign \port__data$29  = _1_;
   always @(posedge clk)
-    readout_macs <= \$39 ;
+    slot_c2a <= \$39 ;
   always @(posedge clk)
-    slot_c2a <= \$40 ;
+    slot_c2b <= \$40 ;
   always @(posedge clk)
-    slot_c2b <= \$41 ;
-  always @(posedge clk)
-    \slot$45  <= \$42 ;
+    \slot$45  <= \$41 ;
   assign \$1  = config__payload[3:0] == 4'h8;
   assign \$2  = config__valid & \$1 ;
   assign \$3  = \$2  << config__payload[12:10];
@@ -11450,38 +11456,40 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   assign \$9  = slot_c1[0] & \$8 ;
   assign \$11  = slot_c2[0] & slot_c2[9];
   assign weights = slot_c2[14] ? 32'd0 : \port__data$29 ;
-  assign \$13  = 1'h0 + port__en;
-  assign \$14  = readout_weights_reads + \$13 ;
-  assign \$15  = | \$3 [3:0];
-  assign \$16  = 1'h0 + \$15 ;
-  assign \$17  = readout_weights_writes + \$16 ;
-  assign \$18  = 1'h0 + \port__en$16 ;
-  assign \$19  = readout_bias_reads + \$18 ;
-  assign \$20  = | \$6 [3:0];
-  assign \$21  = 1'h0 + \$20 ;
-  assign \$22  = readout_bias_writes + \$21 ;
-  assign \$23  = ~ slot_c2[14];
-  assign \$24  = slot_c2[0] & \$23 ;
-  assign \$25  = | slot_c2[42:19];
-  assign \$26  = \$24  & \$25 ;
-  assign \$28  = slot_c2[2:1] == 2'h2;
-  assign \$29  = \$28  ? 3'h1 : 3'h4;
-  assign \$30  = \$29  * 1'h1;
-  assign \$31  = readout_macs + \$30 ;
+  assign \$12  = 1'h0 + port__en;
+  assign \$13  = readout_weights_reads + \$12 ;
+  assign \$14  = | \$3 [3:0];
+  assign \$15  = 1'h0 + \$14 ;
+  assign \$16  = readout_weights_writes + \$15 ;
+  assign \$17  = 1'h0 + \port__en$16 ;
+  assign \$18  = readout_bias_reads + \$17 ;
+  assign \$19  = | \$6 [3:0];
+  assign \$20  = 1'h0 + \$19 ;
+  assign \$21  = readout_bias_writes + \$20 ;
+  assign \$22  = ~ slot_c2[14];
+  assign \$23  = slot_c2[0] & \$22 ;
+  assign \$24  = | slot_c2[42:19];
+  assign \$25  = \$23  & \$24 ;
+  assign \$27  = slot_c2[2:1] == 2'h2;
+  assign \$28  = \$27  ? 3'h1 : 3'h4;
+  assign \$29  = \$28  * 1'h1;
+  assign \$30  = readout_macs + \$29 ;
   always @(posedge clk)
-    slot_c1 <= \$32 ;
+    slot_c1 <= \$31 ;
   always @(posedge clk)
-    readout_weights_reads <= \$33 ;
+    readout_weights_reads <= \$32 ;
   always @(posedge clk)
-    readout_weights_writes <= \$34 ;
+    readout_weights_writes <= \$33 ;
   always @(posedge clk)
-    readout_bias_reads <= \$35 ;
+    readout_bias_reads <= \$34 ;
   always @(posedge clk)
-    readout_bias_writes <= \$36 ;
+    readout_bias_writes <= \$35 ;
   always @(posedge clk)
-    slot_c2 <= \$37 ;
+    slot_c2 <= \$36 ;
   always @(posedge clk)
-    use_acc2a <= \$38 ;
+    use_acc2a <= \$37 ;
+  always @(posedge clk)
+    readout_macs <= \$38 ;
   \accelerator.readout.front.issue  issue (
     .clk(clk),
     .credit(credit),
@@ -11510,33 +11518,23 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$27 ) begin end
-    \$39  = readout_macs;
-    if (\$27 ) begin
-      \$39  = \$31 [31:0];
-    end
+    \$39  = slot_c2;
     if (rst) begin
-      \$39  = 32'd0;
+      \$39  = 43'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$27 ) begin end
-    \$40  = slot_c2;
+    \$40  = slot_c2a;
     if (rst) begin
       \$40  = 43'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$27 ) begin end
-    \$41  = slot_c2a;
+    \$41  = slot_c2b;
     if (rst) begin
       \$41  = 43'h00000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$27 ) begin end
-    \$42  = slot_c2b;
-    if (rst) begin
-      \$42  = 43'h00000000000;
     end
   end
   always @* begin
@@ -11549,57 +11547,67 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$27 ) begin end
     \port__en$16  = 1'h0;
-    if (\$12 ) begin
+    if (\$11 ) begin
       \port__en$16  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$27 ) begin end
-    \$32  = slot;
+    \$31  = slot;
     if (rst) begin
-      \$32  = 43'h00000000000;
+      \$31  = 43'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$27 ) begin end
-    \$33  = \$14 [31:0];
+    \$32  = \$13 [31:0];
+    if (rst) begin
+      \$32  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$27 ) begin end
+    \$33  = \$16 [31:0];
     if (rst) begin
       \$33  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$27 ) begin end
-    \$34  = \$17 [31:0];
+    \$34  = \$18 [31:0];
     if (rst) begin
       \$34  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$27 ) begin end
-    \$35  = \$19 [31:0];
+    \$35  = \$21 [31:0];
     if (rst) begin
       \$35  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$27 ) begin end
-    \$36  = \$22 [31:0];
+    \$36  = slot_c1;
     if (rst) begin
-      \$36  = 32'd0;
+      \$36  = 43'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$27 ) begin end
-    \$37  = slot_c1;
+    \$37  = 1'h0;
     if (rst) begin
-      \$37  = 43'h00000000000;
+      \$37  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$27 ) begin end
-    \$38  = 1'h0;
+    \$38  = readout_macs;
+    if (\$26 ) begin
+      \$38  = \$30 [31:0];
+    end
     if (rst) begin
-      \$38  = 1'h0;
+      \$38  = 32'd0;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -11612,8 +11620,8 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   assign \port__addr$17  = config__payload[5:4];
   assign \port__en$18  = \$6 [3:0];
   assign \port__addr$20  = \$7 [5:0];
-  assign \port__addr$22  = slot_c2[2:1];
   assign use_acc = 1'h0;
+  assign \port__addr$23  = slot_c2[2:1];
   assign valid = slot_c2[0];
   assign first = slot_c2[9];
   assign value = slot_c2[42:19];
@@ -11725,8 +11733,7 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   assign port__data[15:8] = config__payload[20:13];
   assign port__data[7:0] = config__payload[20:13];
   assign \$10  = \$9 ;
-  assign \$12  = \$11 ;
-  assign \$27  = \$26 ;
+  assign \$26  = \$25 ;
 endmodule
 
 (* generator = "Amaranth" *)
@@ -11745,77 +11752,78 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   wire \$19 ;
   wire \$2 ;
   wire \$20 ;
-  wire [4:0] \$21 ;
-  wire [5:0] \$22 ;
-  wire \$23 ;
+  wire \$21 ;
+  wire [4:0] \$22 ;
+  wire [5:0] \$23 ;
   wire \$24 ;
-  wire [3:0] \$25 ;
-  wire [23:0] \$26 ;
-  wire [1:0] \$27 ;
-  wire [32:0] \$28 ;
-  wire \$29 ;
+  wire \$25 ;
+  wire [3:0] \$26 ;
+  wire [23:0] \$27 ;
+  wire [1:0] \$28 ;
+  wire [32:0] \$29 ;
   wire \$3 ;
-  wire [1:0] \$30 ;
-  wire [32:0] \$31 ;
-  wire \$32 ;
+  wire \$30 ;
+  wire [1:0] \$31 ;
+  wire [32:0] \$32 ;
   wire \$33 ;
   wire \$34 ;
-  wire [5:0] \$35 ;
-  wire \$36 ;
+  wire \$35 ;
+  wire [5:0] \$36 ;
   wire \$37 ;
-  wire [32:0] \$38 ;
-  wire [5:0] \$39 ;
+  wire \$38 ;
+  wire [32:0] \$39 ;
   wire [4:0] \$4 ;
-  wire \$40 ;
+  wire [5:0] \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
-  wire [3:0] \$44 ;
-  reg [4:0] \$45 ;
-  wire \$46 ;
+  wire \$44 ;
+  wire [3:0] \$45 ;
+  reg [4:0] \$46 ;
   wire \$47 ;
-  wire [32:0] \$48 ;
-  wire \$49 ;
+  wire \$48 ;
+  wire [32:0] \$49 ;
   wire [5:0] \$5 ;
-  wire [32:0] \$50 ;
-  wire \$51 ;
+  wire \$50 ;
+  wire [32:0] \$51 ;
   wire \$52 ;
   wire \$53 ;
   wire \$54 ;
   wire \$55 ;
-  wire [2:0] \$56 ;
-  wire [6:0] \$57 ;
-  wire \$58 ;
+  wire \$56 ;
+  wire [2:0] \$57 ;
+  wire [6:0] \$58 ;
   wire \$59 ;
   wire [30:0] \$6 ;
-  wire [32:0] \$60 ;
-  wire [5:0] \$61 ;
-  reg [31:0] \$62 ;
+  wire \$60 ;
+  wire [32:0] \$61 ;
+  wire [5:0] \$62 ;
   reg [31:0] \$63 ;
-  reg [4:0] \$64 ;
-  reg [31:0] \$65 ;
-  reg [1:0] \$66 ;
-  reg [4:0] \$67 ;
+  reg [31:0] \$64 ;
+  reg [4:0] \$65 ;
+  reg [31:0] \$66 ;
+  reg [1:0] \$67 ;
   reg [4:0] \$68 ;
-  reg [1:0] \$69 ;
+  reg [4:0] \$69 ;
   wire [30:0] \$7 ;
   reg [1:0] \$70 ;
-  reg \$71 ;
+  reg [1:0] \$71 ;
   reg \$72 ;
-  reg [42:0] \$73 ;
-  reg [2:0] \$74 ;
-  reg \$75 ;
-  reg [4:0] \$76 ;
-  reg [1:0] \$77 ;
-  reg [5:0] \$78 ;
-  reg [4:0] \$79 ;
+  reg \$73 ;
+  reg [42:0] \$74 ;
+  reg [2:0] \$75 ;
+  reg \$76 ;
+  reg [4:0] \$77 ;
+  reg [1:0] \$78 ;
+  reg [5:0] \$79 ;
   wire \$8 ;
-  reg \$80 ;
+  reg [4:0] \$80 ;
   reg \$81 ;
-  reg [31:0] \$82 ;
+  reg \$82 ;
   reg [31:0] \$83 ;
-  reg \$84 ;
-  reg [31:0] \$85 ;
+  reg [31:0] \$84 ;
+  reg \$85 ;
+  reg [31:0] \$86 ;
   wire \$9 ;
   reg [1:0] \$signal  = 2'h0;
   reg [1:0] \$signal$31  = 2'h0;
@@ -11945,96 +11953,97 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     end
   end
   assign rd__data = _0_;
+  assign \$11  = slot + 1'h1;
   assign last_slot = \$11  >= n_items;
-  assign \$12  = | slot;
-  assign \$15  = \$14  | credit;
-  assign issue = busy & \$17 ;
-  assign \$18  = ! slot;
-  assign \$19  = issue & \$18 ;
-  assign \$21  = rbank ? 5'h10 : 5'h00;
-  assign \$22  = \$21  + slot;
-  assign \$23  = | n_items;
-  assign \$25  = meta[14] ? 4'h0 : rd__data[3:0];
-  assign \$26  = meta[14] ? 24'h000000 : rd__data[27:4];
-  assign \$27  = 1'h0 + rd__en;
-  assign \$28  = readout_items_reads + \$27 ;
-  assign \$30  = 1'h0 + \$29 ;
-  assign \$31  = readout_items_writes + \$30 ;
-  assign \$32  = \$signal  >> wbank;
-  assign \$33  = ~ \$32 ;
-  assign \$34  = items__valid & \$33 ;
-  assign \$35  = wcount + 1'h1;
-  assign \$36  = ~ stored;
-  assign \$37  = nonzero & \$36 ;
-  assign \$38  = readout_item_overflows + 1'h1;
-  assign \$39  = wcount + stored;
-  assign \$40  = ~ wbank;
-  assign \$41  = ~ busy;
-  assign \$42  = | drain;
-  assign \$43  = \$signal  >> rbank;
-  assign \$44  = drain - 1'h1;
-  assign \$46  = \$signal$31  >> rbank;
-  assign \$47  = \$signal$33  >> rbank;
-  assign \$48  = readout_busy_cycles + 1'h1;
-  assign \$49  = ~ issue;
-  assign \$50  = readout_stall_cycles + 1'h1;
-  assign \$51  = ! slot;
-  assign \$53  = group == 2'h2;
-  assign \$54  = ! n_items;
-  assign \$56  = group + 1'h1;
-  assign \$57  = base + 5'h10;
-  assign \$58  = group == 2'h2;
-  assign \$59  = ~ rbank;
-  assign \$60  = readout_steps + 1'h1;
-  assign \$61  = slot + 1'h1;
+  assign \$13  = | slot;
+  assign \$16  = \$15  | credit;
+  assign issue = \$12  & \$18 ;
+  assign \$19  = ! slot;
+  assign \$20  = issue & \$19 ;
+  assign \$22  = rbank ? 5'h10 : 5'h00;
+  assign \$23  = \$22  + slot;
+  assign \$24  = | n_items;
+  assign \$26  = meta[14] ? 4'h0 : rd__data[3:0];
+  assign \$27  = meta[14] ? 24'h000000 : rd__data[27:4];
+  assign \$28  = 1'h0 + rd__en;
+  assign \$29  = readout_items_reads + \$28 ;
+  assign \$31  = 1'h0 + \$30 ;
+  assign \$32  = readout_items_writes + \$31 ;
+  assign \$33  = \$signal  >> wbank;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = items__valid & \$34 ;
+  assign \$36  = wcount + 1'h1;
+  assign \$37  = ~ stored;
+  assign \$38  = nonzero & \$37 ;
+  assign \$39  = readout_item_overflows + 1'h1;
+  assign \$40  = wcount + stored;
+  assign \$41  = ~ wbank;
+  assign \$42  = ~ busy;
+  assign \$43  = | drain;
+  assign \$44  = \$signal  >> rbank;
+  assign \$45  = drain - 1'h1;
+  assign \$47  = \$signal$31  >> rbank;
+  assign \$48  = \$signal$33  >> rbank;
+  assign \$49  = readout_busy_cycles + 1'h1;
+  assign \$50  = ~ issue;
+  assign \$51  = readout_stall_cycles + 1'h1;
+  assign \$52  = ! slot;
+  assign \$54  = group == 2'h2;
+  assign \$55  = ! n_items;
+  assign \$57  = group + 1'h1;
+  assign \$58  = base + 5'h10;
+  assign \$59  = group == 2'h2;
+  assign \$60  = ~ rbank;
+  assign \$61  = readout_steps + 1'h1;
+  assign \$62  = slot + 1'h1;
   always @(posedge clk)
-    readout_items_reads <= \$62 ;
+    readout_items_reads <= \$63 ;
   always @(posedge clk)
-    readout_items_writes <= \$63 ;
+    readout_items_writes <= \$64 ;
   always @(posedge clk)
-    wcount <= \$64 ;
+    wcount <= \$65 ;
   always @(posedge clk)
-    readout_item_overflows <= \$65 ;
+    readout_item_overflows <= \$66 ;
   always @(posedge clk)
-    \$signal  <= \$66 ;
+    \$signal  <= \$67 ;
   always @(posedge clk)
-    bank0_count <= \$67 ;
+    bank0_count <= \$68 ;
   always @(posedge clk)
-    bank1_count <= \$68 ;
+    bank1_count <= \$69 ;
   always @(posedge clk)
-    \$signal$31  <= \$69 ;
+    \$signal$31  <= \$70 ;
   always @(posedge clk)
-    \$signal$33  <= \$70 ;
+    \$signal$33  <= \$71 ;
   always @(posedge clk)
-    next_first <= \$71 ;
+    next_first <= \$72 ;
   always @(posedge clk)
-    wbank <= \$72 ;
+    wbank <= \$73 ;
   always @(posedge clk)
-    meta <= \$73 ;
+    meta <= \$74 ;
   always @(posedge clk)
-    drain <= \$74 ;
+    drain <= \$75 ;
   always @(posedge clk)
-    busy <= \$75 ;
+    busy <= \$76 ;
   always @(posedge clk)
-    n_items <= \$76 ;
+    n_items <= \$77 ;
   always @(posedge clk)
-    group <= \$77 ;
+    group <= \$78 ;
   always @(posedge clk)
-    base <= \$78 ;
+    base <= \$79 ;
   always @(posedge clk)
-    slot <= \$79 ;
+    slot <= \$80 ;
   always @(posedge clk)
-    seq_first <= \$80 ;
+    seq_first <= \$81 ;
   always @(posedge clk)
-    seq_end <= \$81 ;
+    seq_end <= \$82 ;
   always @(posedge clk)
-    readout_busy_cycles <= \$82 ;
+    readout_busy_cycles <= \$83 ;
   always @(posedge clk)
-    readout_stall_cycles <= \$83 ;
+    readout_stall_cycles <= \$84 ;
   always @(posedge clk)
-    rbank <= \$84 ;
+    rbank <= \$85 ;
   always @(posedge clk)
-    readout_steps <= \$85 ;
+    readout_steps <= \$86 ;
   assign \$1  = \$signal  >> wbank;
   assign \$2  = ~ \$1 ;
   assign nonzero = | items__payload[27:4];
@@ -12046,22 +12055,21 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   assign \$8  = \$signal  >> wbank;
   assign \$9  = ~ \$8 ;
   assign \$10  = items__valid & \$9 ;
-  assign \$11  = slot + 1'h1;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
-          \$45  = bank0_count;
+          \$46  = bank0_count;
       1'h1:
-          \$45  = bank1_count;
+          \$46  = bank1_count;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
     rd__en = 1'h0;
     if (issue) begin
-      rd__en = \$24 ;
+      rd__en = \$25 ;
     end
   end
   always @* begin
@@ -12077,107 +12085,89 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
     rd__addr = 5'h00;
     if (issue) begin
-      rd__addr = \$22 [4:0];
+      rd__addr = \$23 [4:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$62  = \$28 [31:0];
-    if (rst) begin
-      \$62  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$63  = \$31 [31:0];
+    \$63  = \$29 [31:0];
     if (rst) begin
       \$63  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$64  = wcount;
-    if (\$34 ) begin
+    \$64  = \$32 [31:0];
+    if (rst) begin
+      \$64  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
+    \$65  = wcount;
+    if (\$35 ) begin
       if (stored) begin
-        \$64  = \$35 [4:0];
+        \$65  = \$36 [4:0];
       end
       if (items__payload[28]) begin
-        \$64  = 5'h00;
+        \$65  = 5'h00;
       end
     end
     if (rst) begin
-      \$64  = 5'h00;
+      \$65  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$65  = readout_item_overflows;
-    if (\$34 ) begin
-      if (\$37 ) begin
-        \$65  = \$38 [31:0];
+    \$66  = readout_item_overflows;
+    if (\$35 ) begin
+      if (\$38 ) begin
+        \$66  = \$39 [31:0];
       end
     end
     if (rst) begin
-      \$65  = 32'd0;
+      \$66  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$66  = \$signal ;
-    if (\$34 ) begin
+    \$67  = \$signal ;
+    if (\$35 ) begin
       if (items__payload[28]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$66 [0] = 1'h1;
+              \$67 [0] = 1'h1;
           1'h1:
-              \$66 [1] = 1'h1;
+              \$67 [1] = 1'h1;
         endcase
       end
     end
     if (issue) begin
-      if (\$55 ) begin
-        if (\$58 ) begin
+      if (\$56 ) begin
+        if (\$59 ) begin
           (* full_case = 32'd1 *)
           casez (rbank)
             1'h0:
-                \$66 [0] = 1'h0;
+                \$67 [0] = 1'h0;
             1'h1:
-                \$66 [1] = 1'h0;
+                \$67 [1] = 1'h0;
           endcase
         end
       end
     end
     if (rst) begin
-      \$66  = 2'h0;
+      \$67  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$67  = bank0_count;
-    if (\$34 ) begin
+    \$68  = bank0_count;
+    if (\$35 ) begin
       if (items__payload[28]) begin
         casez (wbank)
           1'h0:
-              \$67  = \$39 [4:0];
-        endcase
-      end
-    end
-    if (rst) begin
-      \$67  = 5'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$68  = bank1_count;
-    if (\$34 ) begin
-      if (items__payload[28]) begin
-        (* full_case = 32'd1 *)
-        casez (wbank)
-          1'h0:
-              /* empty */;
-          1'h1:
-              \$68  = \$39 [4:0];
+              \$68  = \$40 [4:0];
         endcase
       end
     end
@@ -12187,33 +12177,33 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$69  = \$signal$31 ;
-    if (\$34 ) begin
+    \$69  = bank1_count;
+    if (\$35 ) begin
       if (items__payload[28]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$69 [0] = next_first;
+              /* empty */;
           1'h1:
-              \$69 [1] = next_first;
+              \$69  = \$40 [4:0];
         endcase
       end
     end
     if (rst) begin
-      \$69  = 2'h0;
+      \$69  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$70  = \$signal$33 ;
-    if (\$34 ) begin
+    \$70  = \$signal$31 ;
+    if (\$35 ) begin
       if (items__payload[28]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$70 [0] = items__payload[29];
+              \$70 [0] = next_first;
           1'h1:
-              \$70 [1] = items__payload[29];
+              \$70 [1] = next_first;
         endcase
       end
     end
@@ -12223,174 +12213,179 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$71  = next_first;
-    if (\$34 ) begin
+    \$71  = \$signal$33 ;
+    if (\$35 ) begin
       if (items__payload[28]) begin
-        \$71  = items__payload[29];
+        (* full_case = 32'd1 *)
+        casez (wbank)
+          1'h0:
+              \$71 [0] = items__payload[29];
+          1'h1:
+              \$71 [1] = items__payload[29];
+        endcase
       end
     end
     if (rst) begin
-      \$71  = 1'h1;
+      \$71  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$72  = wbank;
-    if (\$34 ) begin
+    \$72  = next_first;
+    if (\$35 ) begin
       if (items__payload[28]) begin
-        \$72  = \$40 ;
+        \$72  = items__payload[29];
       end
     end
     if (rst) begin
-      \$72  = 1'h0;
+      \$72  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$73 [42:1] = meta[42:1];
-    \$73 [0] = issue;
-    if (issue) begin
-      \$73 [2:1] = group;
-      \$73 [8:3] = base;
-      \$73 [9] = \$51 ;
-      \$73 [10] = \$52 ;
-      \$73 [11] = \$53 ;
-      \$73 [12] = seq_first;
-      \$73 [13] = seq_end;
-      \$73 [14] = \$54 ;
+    \$73  = wbank;
+    if (\$35 ) begin
+      if (items__payload[28]) begin
+        \$73  = \$41 ;
+      end
     end
     if (rst) begin
-      \$73  = 43'h00000000000;
+      \$73  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$74  = drain;
-    if (\$41 ) begin
-      if (\$42 ) begin
-        \$74  = \$44 [2:0];
+    \$74 [42:1] = meta[42:1];
+    \$74 [0] = issue;
+    if (issue) begin
+      \$74 [2:1] = group;
+      \$74 [8:3] = base;
+      \$74 [9] = \$52 ;
+      \$74 [10] = \$53 ;
+      \$74 [11] = \$54 ;
+      \$74 [12] = seq_first;
+      \$74 [13] = seq_end;
+      \$74 [14] = \$55 ;
+    end
+    if (rst) begin
+      \$74  = 43'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
+    \$75  = drain;
+    if (\$42 ) begin
+      if (\$43 ) begin
+        \$75  = \$45 [2:0];
       end
     end
     if (issue) begin
-      if (\$55 ) begin
-        if (\$58 ) begin
-          \$74  = 3'h0;
+      if (\$56 ) begin
+        if (\$59 ) begin
+          \$75  = 3'h0;
         end
       end
     end
     if (rst) begin
-      \$74  = 3'h0;
+      \$75  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$75  = busy;
-    if (\$41 ) begin
-      if (\$42 ) begin
-      end else if (\$43 ) begin
-        \$75  = 1'h1;
+    \$76  = busy;
+    if (\$42 ) begin
+      if (\$43 ) begin
+      end else if (\$44 ) begin
+        \$76  = 1'h1;
       end
     end
     if (issue) begin
-      if (\$55 ) begin
-        if (\$58 ) begin
-          \$75  = 1'h0;
+      if (\$56 ) begin
+        if (\$59 ) begin
+          \$76  = 1'h0;
         end
       end
     end
     if (rst) begin
-      \$75  = 1'h0;
+      \$76  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$76  = n_items;
-    if (\$41 ) begin
-      if (\$42 ) begin
-      end else if (\$43 ) begin
-        \$76  = \$45 ;
+    \$77  = n_items;
+    if (\$42 ) begin
+      if (\$43 ) begin
+      end else if (\$44 ) begin
+        \$77  = \$46 ;
       end
     end
     if (rst) begin
-      \$76  = 5'h00;
+      \$77  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$77  = group;
-    if (\$41 ) begin
-      if (\$42 ) begin
-      end else if (\$43 ) begin
-        \$77  = 2'h0;
+    \$78  = group;
+    if (\$42 ) begin
+      if (\$43 ) begin
+      end else if (\$44 ) begin
+        \$78  = 2'h0;
       end
     end
     if (issue) begin
-      if (\$55 ) begin
-        \$77  = \$56 [1:0];
+      if (\$56 ) begin
+        \$78  = \$57 [1:0];
       end
     end
     if (rst) begin
-      \$77  = 2'h0;
+      \$78  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$78  = base;
-    if (\$41 ) begin
-      if (\$42 ) begin
-      end else if (\$43 ) begin
-        \$78  = 6'h00;
+    \$79  = base;
+    if (\$42 ) begin
+      if (\$43 ) begin
+      end else if (\$44 ) begin
+        \$79  = 6'h00;
       end
     end
     if (issue) begin
-      if (\$55 ) begin
-        \$78  = \$57 [5:0];
+      if (\$56 ) begin
+        \$79  = \$58 [5:0];
       end
     end
     if (rst) begin
-      \$78  = 6'h00;
+      \$79  = 6'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$79  = slot;
-    if (\$41 ) begin
-      if (\$42 ) begin
-      end else if (\$43 ) begin
-        \$79  = 5'h00;
+    \$80  = slot;
+    if (\$42 ) begin
+      if (\$43 ) begin
+      end else if (\$44 ) begin
+        \$80  = 5'h00;
       end
     end
     if (issue) begin
       (* full_case = 32'd1 *)
-      if (\$55 ) begin
-        \$79  = 5'h00;
+      if (\$56 ) begin
+        \$80  = 5'h00;
       end else if (1'h1) begin
-        \$79  = \$61 [4:0];
+        \$80  = \$62 [4:0];
       end
     end
     if (rst) begin
-      \$79  = 5'h00;
+      \$80  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$80  = seq_first;
-    if (\$41 ) begin
-      if (\$42 ) begin
-      end else if (\$43 ) begin
-        \$80  = \$46 ;
-      end
-    end
-    if (rst) begin
-      \$80  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$81  = seq_end;
-    if (\$41 ) begin
-      if (\$42 ) begin
-      end else if (\$43 ) begin
+    \$81  = seq_first;
+    if (\$42 ) begin
+      if (\$43 ) begin
+      end else if (\$44 ) begin
         \$81  = \$47 ;
       end
     end
@@ -12400,25 +12395,24 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$82  = readout_busy_cycles;
-    (* full_case = 32'd1 *)
-    if (\$41 ) begin
-    end else begin
-      \$82  = \$48 [31:0];
+    \$82  = seq_end;
+    if (\$42 ) begin
+      if (\$43 ) begin
+      end else if (\$44 ) begin
+        \$82  = \$48 ;
+      end
     end
     if (rst) begin
-      \$82  = 32'd0;
+      \$82  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$83  = readout_stall_cycles;
+    \$83  = readout_busy_cycles;
     (* full_case = 32'd1 *)
-    if (\$41 ) begin
+    if (\$42 ) begin
     end else begin
-      if (\$49 ) begin
-        \$83  = \$50 [31:0];
-      end
+      \$83  = \$49 [31:0];
     end
     if (rst) begin
       \$83  = 32'd0;
@@ -12426,30 +12420,44 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$84  = rbank;
-    if (issue) begin
-      if (\$55 ) begin
-        if (\$58 ) begin
-          \$84  = \$59 ;
-        end
+    \$84  = readout_stall_cycles;
+    (* full_case = 32'd1 *)
+    if (\$42 ) begin
+    end else begin
+      if (\$50 ) begin
+        \$84  = \$51 [31:0];
       end
     end
     if (rst) begin
-      \$84  = 1'h0;
+      \$84  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
-    \$85  = readout_steps;
+    \$85  = rbank;
     if (issue) begin
-      if (\$55 ) begin
-        if (\$58 ) begin
-          \$85  = \$60 [31:0];
+      if (\$56 ) begin
+        if (\$59 ) begin
+          \$85  = \$60 ;
         end
       end
     end
     if (rst) begin
-      \$85  = 32'd0;
+      \$85  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$28 ) begin end
+    \$86  = readout_steps;
+    if (issue) begin
+      if (\$56 ) begin
+        if (\$59 ) begin
+          \$86  = \$61 [31:0];
+        end
+      end
+    end
+    if (rst) begin
+      \$86  = 32'd0;
     end
   end
   assign wr__addr = \$5 [4:0];
@@ -12480,8 +12488,8 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   assign \meta.empty  = meta[14];
   assign \meta.index  = meta[18:15];
   assign \meta.value  = meta[42:19];
-  assign \slot$21 [42:19] = \$26 ;
-  assign \slot$21 [18:15] = \$25 ;
+  assign \slot$21 [42:19] = \$27 ;
+  assign \slot$21 [18:15] = \$26 ;
   assign \slot$21 [14] = meta[14];
   assign \slot$21 [13] = meta[13];
   assign \slot$21 [12] = meta[12];
@@ -12493,16 +12501,17 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   assign \slot$21 [0] = meta[0];
   assign items__ready = \$2 ;
   assign \$6  = { 3'h0, items__payload[27:4], 4'h0 };
-  assign \$13  = 1'h0;
-  assign \$14  = \$12 ;
-  assign \$16  = 1'h0;
-  assign \$17  = \$15 ;
-  assign \$20  = \$19 ;
-  assign starting = \$19 ;
-  assign \$24  = \$23 ;
-  assign \$29  = wr__en;
-  assign \$52  = last_slot;
-  assign \$55  = last_slot;
+  assign \$12  = busy;
+  assign \$14  = 1'h0;
+  assign \$15  = \$13 ;
+  assign \$17  = 1'h0;
+  assign \$18  = \$16 ;
+  assign \$21  = \$20 ;
+  assign starting = \$20 ;
+  assign \$25  = \$24 ;
+  assign \$30  = wr__en;
+  assign \$53  = last_slot;
+  assign \$56  = last_slot;
 endmodule
 
 (* generator = "Amaranth" *)

@@ -1094,7 +1094,7 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
     .\new (\new ),
     .old(old),
     .params(params),
-    .\port$517$0 (\$51 ),
+    .\port$519$0 (\$51 ),
     .rst(rst),
     .spike(gate),
     .v_new(potential),
@@ -1106,7 +1106,7 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
     .\new (\new$81 ),
     .old(\old$20 ),
     .params(\params$19 ),
-    .\port$545$0 (\$52 ),
+    .\port$547$0 (\$52 ),
     .rst(rst),
     .spike(\gate$85 ),
     .v_new(\potential$87 ),
@@ -1884,37 +1884,37 @@ module \accelerator.layer0.front (config__valid, clk, rst, items__payload, items
   wire \$12 ;
   wire \$13 ;
   wire \$14 ;
-  wire \$15 ;
-  wire [1:0] \$16 ;
-  wire [32:0] \$17 ;
-  wire \$18 ;
-  wire [1:0] \$19 ;
+  wire [1:0] \$15 ;
+  wire [32:0] \$16 ;
+  wire \$17 ;
+  wire [1:0] \$18 ;
+  wire [32:0] \$19 ;
   wire \$2 ;
-  wire [32:0] \$20 ;
-  wire [1:0] \$21 ;
-  wire [32:0] \$22 ;
-  wire \$23 ;
-  wire [1:0] \$24 ;
-  wire [32:0] \$25 ;
-  wire [1:0] \$26 ;
-  wire [32:0] \$27 ;
-  wire \$28 ;
-  wire [1:0] \$29 ;
+  wire [1:0] \$20 ;
+  wire [32:0] \$21 ;
+  wire \$22 ;
+  wire [1:0] \$23 ;
+  wire [32:0] \$24 ;
+  wire [1:0] \$25 ;
+  wire [32:0] \$26 ;
+  wire \$27 ;
+  wire [1:0] \$28 ;
+  wire [32:0] \$29 ;
   wire [3:0] \$3 ;
-  wire [32:0] \$30 ;
-  wire [1:0] \$31 ;
-  wire [32:0] \$32 ;
-  wire \$33 ;
-  wire [1:0] \$34 ;
-  wire [32:0] \$35 ;
+  wire [1:0] \$30 ;
+  wire [32:0] \$31 ;
+  wire \$32 ;
+  wire [1:0] \$33 ;
+  wire [32:0] \$34 ;
+  wire \$35 ;
   wire \$36 ;
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
   wire \$4 ;
-  wire \$40 ;
-  wire [32:0] \$41 ;
-  reg [21:0] \$42 ;
+  wire [32:0] \$40 ;
+  reg [21:0] \$41 ;
+  reg [31:0] \$42 ;
   reg [31:0] \$43 ;
   reg [31:0] \$44 ;
   reg [31:0] \$45 ;
@@ -1923,15 +1923,14 @@ module \accelerator.layer0.front (config__valid, clk, rst, items__payload, items
   reg [31:0] \$48 ;
   reg [31:0] \$49 ;
   wire \$5 ;
-  reg [31:0] \$50 ;
-  reg [21:0] \$51 ;
-  reg \$52 ;
-  reg [31:0] \$53 ;
-  reg [21:0] \$54 ;
+  reg [21:0] \$50 ;
+  reg \$51 ;
+  reg [31:0] \$52 ;
+  reg [21:0] \$53 ;
+  reg [63:0] \$54 ;
   reg [63:0] \$55 ;
-  reg [63:0] \$56 ;
+  reg [21:0] \$56 ;
   reg [21:0] \$57 ;
-  reg [21:0] \$58 ;
   wire [3:0] \$6 ;
   wire \$7 ;
   wire \$8 ;
@@ -2015,7 +2014,7 @@ module \accelerator.layer0.front (config__valid, clk, rst, items__payload, items
   wire \port__addr$21 ;
   wire \port__addr$25 ;
   wire \port__addr$29 ;
-  wire \port__addr$31 ;
+  wire \port__addr$32 ;
   reg \port__addr$44 ;
   reg \port__addr$45 ;
   wire [15:0] port__data;
@@ -2211,41 +2210,40 @@ module \accelerator.layer0.front (config__valid, clk, rst, items__payload, items
     end
   end
   assign \port__data$38  = _3_;
-  assign \$41  = layer0_macs + 2'h2;
   always @(posedge clk)
-    slot_c1 <= \$42 ;
+    slot_c1 <= \$41 ;
   always @(posedge clk)
-    layer0_weights_reads <= \$43 ;
+    layer0_weights_reads <= \$42 ;
   always @(posedge clk)
-    layer0_weights_writes <= \$44 ;
+    layer0_weights_writes <= \$43 ;
   always @(posedge clk)
-    layer0_bias_reads <= \$45 ;
+    layer0_bias_reads <= \$44 ;
   always @(posedge clk)
-    layer0_bias_writes <= \$46 ;
+    layer0_bias_writes <= \$45 ;
   always @(posedge clk)
-    layer0_params_reads <= \$47 ;
+    layer0_params_reads <= \$46 ;
   always @(posedge clk)
-    layer0_params_writes <= \$48 ;
+    layer0_params_writes <= \$47 ;
   always @(posedge clk)
-    layer0_state_reads <= \$49 ;
+    layer0_state_reads <= \$48 ;
   always @(posedge clk)
-    layer0_state_writes <= \$50 ;
+    layer0_state_writes <= \$49 ;
   always @(posedge clk)
-    slot_c2 <= \$51 ;
+    slot_c2 <= \$50 ;
   always @(posedge clk)
-    use_acc2a <= \$52 ;
+    use_acc2a <= \$51 ;
   always @(posedge clk)
-    layer0_macs <= \$53 ;
+    layer0_macs <= \$52 ;
   always @(posedge clk)
-    slot_c2a <= \$54 ;
+    slot_c2a <= \$53 ;
   always @(posedge clk)
-    params <= \$55 ;
+    params <= \$54 ;
   always @(posedge clk)
-    state <= \$56 ;
+    state <= \$55 ;
   always @(posedge clk)
-    slot_c2b <= \$57 ;
+    slot_c2b <= \$56 ;
   always @(posedge clk)
-    \slot$64  <= \$58 ;
+    \slot$64  <= \$57 ;
   assign \$1  = ! config__payload[2:0];
   assign \$2  = config__valid & \$1 ;
   assign \$3  = \$2  << config__payload[6:5];
@@ -2260,30 +2258,31 @@ module \accelerator.layer0.front (config__valid, clk, rst, items__payload, items
   assign \$11  = slot_c1[0] & \$10 ;
   assign \$13  = slot_c2[0] & slot_c2[4];
   assign weights = slot_c2[9] ? 16'h0000 : \port__data$38 ;
-  assign \$15  = slot_c2a[0] & slot_c2a[5];
-  assign \$16  = 1'h0 + port__en;
-  assign \$17  = layer0_weights_reads + \$16 ;
-  assign \$18  = | \$3 [1:0];
-  assign \$19  = 1'h0 + \$18 ;
-  assign \$20  = layer0_weights_writes + \$19 ;
-  assign \$21  = 1'h0 + \port__en$16 ;
-  assign \$22  = layer0_bias_reads + \$21 ;
-  assign \$23  = | \$6 [1:0];
-  assign \$24  = 1'h0 + \$23 ;
-  assign \$25  = layer0_bias_writes + \$24 ;
-  assign \$26  = 1'h0 + \port__en$20 ;
-  assign \$27  = layer0_params_reads + \$26 ;
-  assign \$28  = | \port__en$22 ;
-  assign \$29  = 1'h0 + \$28 ;
-  assign \$30  = layer0_params_writes + \$29 ;
-  assign \$31  = 1'h0 + \port__en$24 ;
-  assign \$32  = layer0_state_reads + \$31 ;
-  assign \$34  = 1'h0 + \$33 ;
-  assign \$35  = layer0_state_writes + \$34 ;
-  assign \$36  = ~ slot_c2[9];
-  assign \$37  = slot_c2[0] & \$36 ;
-  assign \$38  = | slot_c2[21:11];
-  assign \$39  = \$37  & \$38 ;
+  assign \$14  = slot_c2a[0] & slot_c2a[5];
+  assign \$15  = 1'h0 + port__en;
+  assign \$16  = layer0_weights_reads + \$15 ;
+  assign \$17  = | \$3 [1:0];
+  assign \$18  = 1'h0 + \$17 ;
+  assign \$19  = layer0_weights_writes + \$18 ;
+  assign \$20  = 1'h0 + \port__en$16 ;
+  assign \$21  = layer0_bias_reads + \$20 ;
+  assign \$22  = | \$6 [1:0];
+  assign \$23  = 1'h0 + \$22 ;
+  assign \$24  = layer0_bias_writes + \$23 ;
+  assign \$25  = 1'h0 + \port__en$20 ;
+  assign \$26  = layer0_params_reads + \$25 ;
+  assign \$27  = | \port__en$22 ;
+  assign \$28  = 1'h0 + \$27 ;
+  assign \$29  = layer0_params_writes + \$28 ;
+  assign \$30  = 1'h0 + \port__en$24 ;
+  assign \$31  = layer0_state_reads + \$30 ;
+  assign \$33  = 1'h0 + \$32 ;
+  assign \$34  = layer0_state_writes + \$33 ;
+  assign \$35  = ~ slot_c2[9];
+  assign \$36  = slot_c2[0] & \$35 ;
+  assign \$37  = | slot_c2[21:11];
+  assign \$38  = \$36  & \$37 ;
+  assign \$40  = layer0_macs + 2'h2;
   \accelerator.layer0.front.issue  issue (
     .clk(clk),
     .credit(credit),
@@ -2320,158 +2319,158 @@ module \accelerator.layer0.front (config__valid, clk, rst, items__payload, items
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \port__en$16  = 1'h0;
-    if (\$14 ) begin
+    if (\$13 ) begin
       \port__en$16  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \port__en$20  = 1'h0;
-    if (\$15 ) begin
+    if (\$14 ) begin
       \port__en$20  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \port__en$24  = 1'h0;
-    if (\$15 ) begin
+    if (\$14 ) begin
       \port__en$24  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \port__addr$44  = 1'h0;
-    if (\$15 ) begin
+    if (\$14 ) begin
       \port__addr$44  = slot_c2a[1];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \port__addr$45  = 1'h0;
-    if (\$15 ) begin
+    if (\$14 ) begin
       \port__addr$45  = slot_c2a[1];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$42  = slot;
+    \$41  = slot;
     if (rst) begin
-      \$42  = 22'h000000;
+      \$41  = 22'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$43  = \$17 [31:0];
+    \$42  = \$16 [31:0];
+    if (rst) begin
+      \$42  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$43  = \$19 [31:0];
     if (rst) begin
       \$43  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$44  = \$20 [31:0];
+    \$44  = \$21 [31:0];
     if (rst) begin
       \$44  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$45  = \$22 [31:0];
+    \$45  = \$24 [31:0];
     if (rst) begin
       \$45  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$46  = \$25 [31:0];
+    \$46  = \$26 [31:0];
     if (rst) begin
       \$46  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$47  = \$27 [31:0];
+    \$47  = \$29 [31:0];
     if (rst) begin
       \$47  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$48  = \$30 [31:0];
+    \$48  = \$31 [31:0];
     if (rst) begin
       \$48  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$49  = \$32 [31:0];
+    \$49  = \$34 [31:0];
     if (rst) begin
       \$49  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$50  = \$35 [31:0];
+    \$50  = slot_c1;
     if (rst) begin
-      \$50  = 32'd0;
+      \$50  = 22'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$51  = slot_c1;
+    \$51  = 1'h0;
     if (rst) begin
-      \$51  = 22'h000000;
+      \$51  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$52  = 1'h0;
+    \$52  = layer0_macs;
+    if (\$39 ) begin
+      \$52  = \$40 [31:0];
+    end
     if (rst) begin
-      \$52  = 1'h0;
+      \$52  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$53  = layer0_macs;
-    if (\$40 ) begin
-      \$53  = \$41 [31:0];
-    end
+    \$53  = slot_c2;
     if (rst) begin
-      \$53  = 32'd0;
+      \$53  = 22'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$54  = slot_c2;
+    \$54  = \port__data$60 ;
     if (rst) begin
-      \$54  = 22'h000000;
+      \$54  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$55  = \port__data$60 ;
+    \$55  = \port__data$62 ;
     if (rst) begin
       \$55  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$56  = \port__data$62 ;
+    \$56  = slot_c2a;
     if (rst) begin
-      \$56  = 64'h0000000000000000;
+      \$56  = 22'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$57  = slot_c2a;
+    \$57  = slot_c2b;
     if (rst) begin
       \$57  = 22'h000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$58  = slot_c2b;
-    if (rst) begin
-      \$58  = 22'h000000;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -2488,8 +2487,8 @@ module \accelerator.layer0.front (config__valid, clk, rst, items__payload, items
   assign \port__en$27  = state_write[1];
   assign \port__data$28  = state_write[65:2];
   assign \port__addr$29  = \$9 [0];
-  assign \port__addr$31  = slot_c2[1];
   assign use_acc = 1'h0;
+  assign \port__addr$32  = slot_c2[1];
   assign valid = slot_c2[0];
   assign first = slot_c2[4];
   assign value = slot_c2[21:11];
@@ -2606,9 +2605,8 @@ module \accelerator.layer0.front (config__valid, clk, rst, items__payload, items
   assign port__data[15:8] = config__payload[14:7];
   assign port__data[7:0] = config__payload[14:7];
   assign \$12  = \$11 ;
-  assign \$14  = \$13 ;
-  assign \$33  = state_write[1];
-  assign \$40  = \$39 ;
+  assign \$32  = state_write[1];
+  assign \$39  = \$38 ;
 endmodule
 
 (* generator = "Amaranth" *)
@@ -2627,76 +2625,77 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
   wire \$19 ;
   wire \$2 ;
   wire \$20 ;
-  wire [1:0] \$21 ;
-  wire \$22 ;
+  wire \$21 ;
+  wire [1:0] \$22 ;
   wire \$23 ;
   wire \$24 ;
-  wire [10:0] \$25 ;
-  wire [1:0] \$26 ;
-  wire [32:0] \$27 ;
-  wire \$28 ;
-  wire [1:0] \$29 ;
+  wire \$25 ;
+  wire [10:0] \$26 ;
+  wire [1:0] \$27 ;
+  wire [32:0] \$28 ;
+  wire \$29 ;
   wire \$3 ;
-  wire [32:0] \$30 ;
-  wire \$31 ;
+  wire [1:0] \$30 ;
+  wire [32:0] \$31 ;
   wire \$32 ;
   wire \$33 ;
-  wire [1:0] \$34 ;
-  wire \$35 ;
+  wire \$34 ;
+  wire [1:0] \$35 ;
   wire \$36 ;
-  wire [32:0] \$37 ;
-  wire [1:0] \$38 ;
-  wire \$39 ;
+  wire \$37 ;
+  wire [32:0] \$38 ;
+  wire [1:0] \$39 ;
   wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
-  wire [3:0] \$43 ;
-  reg \$44 ;
-  wire \$45 ;
+  wire \$43 ;
+  wire [3:0] \$44 ;
+  reg \$45 ;
   wire \$46 ;
-  wire [32:0] \$47 ;
-  wire \$48 ;
-  wire [32:0] \$49 ;
+  wire \$47 ;
+  wire [32:0] \$48 ;
+  wire \$49 ;
   wire [1:0] \$5 ;
-  wire \$50 ;
+  wire [32:0] \$50 ;
   wire \$51 ;
   wire \$52 ;
   wire \$53 ;
   wire \$54 ;
-  wire [1:0] \$55 ;
-  wire [2:0] \$56 ;
-  wire \$57 ;
+  wire \$55 ;
+  wire [1:0] \$56 ;
+  wire [2:0] \$57 ;
   wire \$58 ;
-  wire [32:0] \$59 ;
+  wire \$59 ;
   wire [11:0] \$6 ;
-  wire [1:0] \$60 ;
-  reg [31:0] \$61 ;
+  wire [32:0] \$60 ;
+  wire [1:0] \$61 ;
   reg [31:0] \$62 ;
-  reg \$63 ;
-  reg [31:0] \$64 ;
-  reg [1:0] \$65 ;
-  reg \$66 ;
+  reg [31:0] \$63 ;
+  reg \$64 ;
+  reg [31:0] \$65 ;
+  reg [1:0] \$66 ;
   reg \$67 ;
-  reg [1:0] \$68 ;
+  reg \$68 ;
   reg [1:0] \$69 ;
   wire \$7 ;
-  reg \$70 ;
+  reg [1:0] \$70 ;
   reg \$71 ;
-  reg [21:0] \$72 ;
-  reg [2:0] \$73 ;
-  reg \$74 ;
+  reg \$72 ;
+  reg [21:0] \$73 ;
+  reg [2:0] \$74 ;
   reg \$75 ;
   reg \$76 ;
-  reg [1:0] \$77 ;
-  reg \$78 ;
+  reg \$77 ;
+  reg [1:0] \$78 ;
   reg \$79 ;
   wire \$8 ;
   reg \$80 ;
-  reg [31:0] \$81 ;
+  reg \$81 ;
   reg [31:0] \$82 ;
-  reg \$83 ;
-  reg [31:0] \$84 ;
+  reg [31:0] \$83 ;
+  reg \$84 ;
+  reg [31:0] \$85 ;
   wire \$9 ;
   reg [1:0] \$signal  = 2'h0;
   reg [1:0] \$signal$32  = 2'h0;
@@ -2796,94 +2795,95 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
     end
   end
   assign rd__data = _0_;
-  assign \$14  = \$13  | credit;
-  assign \$15  = ~ seq_end;
-  assign \$16  = \$14  | \$15 ;
-  assign issue = busy & \$16 ;
-  assign \$17  = ! slot;
-  assign \$18  = issue & \$17 ;
-  assign starting = \$19  & seq_end;
-  assign \$20  = rbank ? 1'h1 : 1'h0;
-  assign \$21  = \$20  + slot;
-  assign \$24  = meta[9] ? 1'h0 : rd__data[0];
-  assign \$25  = meta[9] ? 11'h000 : rd__data[11:1];
-  assign \$26  = 1'h0 + rd__en;
-  assign \$27  = layer0_items_reads + \$26 ;
-  assign \$29  = 1'h0 + \$28 ;
-  assign \$30  = layer0_items_writes + \$29 ;
-  assign \$31  = \$signal  >> wbank;
-  assign \$32  = ~ \$31 ;
-  assign \$33  = items__valid & \$32 ;
-  assign \$34  = wcount + 1'h1;
-  assign \$35  = ~ stored;
-  assign \$36  = nonzero & \$35 ;
-  assign \$37  = layer0_item_overflows + 1'h1;
-  assign \$38  = wcount + stored;
-  assign \$39  = ~ wbank;
-  assign \$40  = ~ busy;
-  assign \$41  = | drain;
-  assign \$42  = \$signal  >> rbank;
-  assign \$43  = drain - 1'h1;
-  assign \$45  = \$signal$32  >> rbank;
-  assign \$46  = \$signal$34  >> rbank;
-  assign \$47  = layer0_busy_cycles + 1'h1;
-  assign \$48  = ~ issue;
-  assign \$49  = layer0_stall_cycles + 1'h1;
-  assign \$50  = ! slot;
-  assign \$53  = ! n_items;
-  assign \$55  = group + 1'h1;
-  assign \$56  = base + 1'h1;
-  assign \$58  = ~ rbank;
-  assign \$59  = layer0_steps + 1'h1;
-  assign \$60  = slot + 1'h1;
+  assign last_slot = \$10  >= n_items;
+  assign \$15  = \$14  | credit;
+  assign \$16  = ~ seq_end;
+  assign \$17  = \$15  | \$16 ;
+  assign issue = \$11  & \$17 ;
+  assign \$18  = ! slot;
+  assign \$19  = issue & \$18 ;
+  assign starting = \$20  & seq_end;
+  assign \$21  = rbank ? 1'h1 : 1'h0;
+  assign \$22  = \$21  + slot;
+  assign \$25  = meta[9] ? 1'h0 : rd__data[0];
+  assign \$26  = meta[9] ? 11'h000 : rd__data[11:1];
+  assign \$27  = 1'h0 + rd__en;
+  assign \$28  = layer0_items_reads + \$27 ;
+  assign \$30  = 1'h0 + \$29 ;
+  assign \$31  = layer0_items_writes + \$30 ;
+  assign \$32  = \$signal  >> wbank;
+  assign \$33  = ~ \$32 ;
+  assign \$34  = items__valid & \$33 ;
+  assign \$35  = wcount + 1'h1;
+  assign \$36  = ~ stored;
+  assign \$37  = nonzero & \$36 ;
+  assign \$38  = layer0_item_overflows + 1'h1;
+  assign \$39  = wcount + stored;
+  assign \$40  = ~ wbank;
+  assign \$41  = ~ busy;
+  assign \$42  = | drain;
+  assign \$43  = \$signal  >> rbank;
+  assign \$44  = drain - 1'h1;
+  assign \$46  = \$signal$32  >> rbank;
+  assign \$47  = \$signal$34  >> rbank;
+  assign \$48  = layer0_busy_cycles + 1'h1;
+  assign \$49  = ~ issue;
+  assign \$50  = layer0_stall_cycles + 1'h1;
+  assign \$51  = ! slot;
+  assign \$54  = ! n_items;
+  assign \$56  = group + 1'h1;
+  assign \$57  = base + 1'h1;
+  assign \$59  = ~ rbank;
+  assign \$60  = layer0_steps + 1'h1;
+  assign \$61  = slot + 1'h1;
   always @(posedge clk)
-    layer0_items_reads <= \$61 ;
+    layer0_items_reads <= \$62 ;
   always @(posedge clk)
-    layer0_items_writes <= \$62 ;
+    layer0_items_writes <= \$63 ;
   always @(posedge clk)
-    wcount <= \$63 ;
+    wcount <= \$64 ;
   always @(posedge clk)
-    layer0_item_overflows <= \$64 ;
+    layer0_item_overflows <= \$65 ;
   always @(posedge clk)
-    \$signal  <= \$65 ;
+    \$signal  <= \$66 ;
   always @(posedge clk)
-    bank0_count <= \$66 ;
+    bank0_count <= \$67 ;
   always @(posedge clk)
-    bank1_count <= \$67 ;
+    bank1_count <= \$68 ;
   always @(posedge clk)
-    \$signal$32  <= \$68 ;
+    \$signal$32  <= \$69 ;
   always @(posedge clk)
-    \$signal$34  <= \$69 ;
+    \$signal$34  <= \$70 ;
   always @(posedge clk)
-    next_first <= \$70 ;
+    next_first <= \$71 ;
   always @(posedge clk)
-    wbank <= \$71 ;
+    wbank <= \$72 ;
   always @(posedge clk)
-    meta <= \$72 ;
+    meta <= \$73 ;
   always @(posedge clk)
-    drain <= \$73 ;
+    drain <= \$74 ;
   always @(posedge clk)
-    busy <= \$74 ;
+    busy <= \$75 ;
   always @(posedge clk)
-    n_items <= \$75 ;
+    n_items <= \$76 ;
   always @(posedge clk)
-    group <= \$76 ;
+    group <= \$77 ;
   always @(posedge clk)
-    base <= \$77 ;
+    base <= \$78 ;
   always @(posedge clk)
-    slot <= \$78 ;
+    slot <= \$79 ;
   always @(posedge clk)
-    seq_first <= \$79 ;
+    seq_first <= \$80 ;
   always @(posedge clk)
-    seq_end <= \$80 ;
+    seq_end <= \$81 ;
   always @(posedge clk)
-    layer0_busy_cycles <= \$81 ;
+    layer0_busy_cycles <= \$82 ;
   always @(posedge clk)
-    layer0_stall_cycles <= \$82 ;
+    layer0_stall_cycles <= \$83 ;
   always @(posedge clk)
-    rbank <= \$83 ;
+    rbank <= \$84 ;
   always @(posedge clk)
-    layer0_steps <= \$84 ;
+    layer0_steps <= \$85 ;
   assign \$1  = \$signal  >> wbank;
   assign \$2  = ~ \$1 ;
   assign nonzero = | items__payload[11:1];
@@ -2896,22 +2896,21 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
   assign \$8  = ~ \$7 ;
   assign \$9  = items__valid & \$8 ;
   assign \$10  = slot + 1'h1;
-  assign last_slot = \$10  >= n_items;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
-          \$44  = bank0_count;
+          \$45  = bank0_count;
       1'h1:
-          \$44  = bank1_count;
+          \$45  = bank1_count;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     rd__en = 1'h0;
     if (issue) begin
-      rd__en = \$23 ;
+      rd__en = \$24 ;
     end
   end
   always @* begin
@@ -2927,107 +2926,89 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     rd__addr = 1'h0;
     if (issue) begin
-      rd__addr = \$21 [0];
+      rd__addr = \$22 [0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$61  = \$27 [31:0];
-    if (rst) begin
-      \$61  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$62  = \$30 [31:0];
+    \$62  = \$28 [31:0];
     if (rst) begin
       \$62  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$63  = wcount;
-    if (\$33 ) begin
+    \$63  = \$31 [31:0];
+    if (rst) begin
+      \$63  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$64  = wcount;
+    if (\$34 ) begin
       if (stored) begin
-        \$63  = \$34 [0];
+        \$64  = \$35 [0];
       end
       if (items__payload[12]) begin
-        \$63  = 1'h0;
+        \$64  = 1'h0;
       end
     end
     if (rst) begin
-      \$63  = 1'h0;
+      \$64  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$64  = layer0_item_overflows;
-    if (\$33 ) begin
-      if (\$36 ) begin
-        \$64  = \$37 [31:0];
+    \$65  = layer0_item_overflows;
+    if (\$34 ) begin
+      if (\$37 ) begin
+        \$65  = \$38 [31:0];
       end
     end
     if (rst) begin
-      \$64  = 32'd0;
+      \$65  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$65  = \$signal ;
-    if (\$33 ) begin
+    \$66  = \$signal ;
+    if (\$34 ) begin
       if (items__payload[12]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$65 [0] = 1'h1;
+              \$66 [0] = 1'h1;
           1'h1:
-              \$65 [1] = 1'h1;
+              \$66 [1] = 1'h1;
         endcase
       end
     end
     if (issue) begin
-      if (\$54 ) begin
-        if (\$57 ) begin
+      if (\$55 ) begin
+        if (\$58 ) begin
           (* full_case = 32'd1 *)
           casez (rbank)
             1'h0:
-                \$65 [0] = 1'h0;
+                \$66 [0] = 1'h0;
             1'h1:
-                \$65 [1] = 1'h0;
+                \$66 [1] = 1'h0;
           endcase
         end
       end
     end
     if (rst) begin
-      \$65  = 2'h0;
+      \$66  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$66  = bank0_count;
-    if (\$33 ) begin
+    \$67  = bank0_count;
+    if (\$34 ) begin
       if (items__payload[12]) begin
         casez (wbank)
           1'h0:
-              \$66  = \$38 [0];
-        endcase
-      end
-    end
-    if (rst) begin
-      \$66  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$67  = bank1_count;
-    if (\$33 ) begin
-      if (items__payload[12]) begin
-        (* full_case = 32'd1 *)
-        casez (wbank)
-          1'h0:
-              /* empty */;
-          1'h1:
-              \$67  = \$38 [0];
+              \$67  = \$39 [0];
         endcase
       end
     end
@@ -3037,33 +3018,33 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$68  = \$signal$32 ;
-    if (\$33 ) begin
+    \$68  = bank1_count;
+    if (\$34 ) begin
       if (items__payload[12]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$68 [0] = next_first;
+              /* empty */;
           1'h1:
-              \$68 [1] = next_first;
+              \$68  = \$39 [0];
         endcase
       end
     end
     if (rst) begin
-      \$68  = 2'h0;
+      \$68  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$69  = \$signal$34 ;
-    if (\$33 ) begin
+    \$69  = \$signal$32 ;
+    if (\$34 ) begin
       if (items__payload[12]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$69 [0] = items__payload[13];
+              \$69 [0] = next_first;
           1'h1:
-              \$69 [1] = items__payload[13];
+              \$69 [1] = next_first;
         endcase
       end
     end
@@ -3073,92 +3054,97 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$70  = next_first;
-    if (\$33 ) begin
+    \$70  = \$signal$34 ;
+    if (\$34 ) begin
       if (items__payload[12]) begin
-        \$70  = items__payload[13];
+        (* full_case = 32'd1 *)
+        casez (wbank)
+          1'h0:
+              \$70 [0] = items__payload[13];
+          1'h1:
+              \$70 [1] = items__payload[13];
+        endcase
       end
     end
     if (rst) begin
-      \$70  = 1'h1;
+      \$70  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$71  = wbank;
-    if (\$33 ) begin
+    \$71  = next_first;
+    if (\$34 ) begin
       if (items__payload[12]) begin
-        \$71  = \$39 ;
+        \$71  = items__payload[13];
       end
     end
     if (rst) begin
-      \$71  = 1'h0;
+      \$71  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$72 [21:1] = meta[21:1];
-    \$72 [0] = issue;
-    if (issue) begin
-      \$72 [1] = group;
-      \$72 [3:2] = base;
-      \$72 [4] = \$50 ;
-      \$72 [5] = \$51 ;
-      \$72 [6] = \$52 ;
-      \$72 [7] = seq_first;
-      \$72 [8] = seq_end;
-      \$72 [9] = \$53 ;
+    \$72  = wbank;
+    if (\$34 ) begin
+      if (items__payload[12]) begin
+        \$72  = \$40 ;
+      end
     end
     if (rst) begin
-      \$72  = 22'h000000;
+      \$72  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$73  = drain;
-    if (\$40 ) begin
-      if (\$41 ) begin
-        \$73  = \$43 [2:0];
+    \$73 [21:1] = meta[21:1];
+    \$73 [0] = issue;
+    if (issue) begin
+      \$73 [1] = group;
+      \$73 [3:2] = base;
+      \$73 [4] = \$51 ;
+      \$73 [5] = \$52 ;
+      \$73 [6] = \$53 ;
+      \$73 [7] = seq_first;
+      \$73 [8] = seq_end;
+      \$73 [9] = \$54 ;
+    end
+    if (rst) begin
+      \$73  = 22'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$74  = drain;
+    if (\$41 ) begin
+      if (\$42 ) begin
+        \$74  = \$44 [2:0];
       end
     end
     if (issue) begin
-      if (\$54 ) begin
-        if (\$57 ) begin
-          \$73  = 3'h2;
+      if (\$55 ) begin
+        if (\$58 ) begin
+          \$74  = 3'h2;
         end
       end
     end
     if (rst) begin
-      \$73  = 3'h0;
+      \$74  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$74  = busy;
-    if (\$40 ) begin
-      if (\$41 ) begin
-      end else if (\$42 ) begin
-        \$74  = 1'h1;
+    \$75  = busy;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
+        \$75  = 1'h1;
       end
     end
     if (issue) begin
-      if (\$54 ) begin
-        if (\$57 ) begin
-          \$74  = 1'h0;
+      if (\$55 ) begin
+        if (\$58 ) begin
+          \$75  = 1'h0;
         end
-      end
-    end
-    if (rst) begin
-      \$74  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$75  = n_items;
-    if (\$40 ) begin
-      if (\$41 ) begin
-      end else if (\$42 ) begin
-        \$75  = \$44 ;
       end
     end
     if (rst) begin
@@ -3167,16 +3153,11 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$76  = group;
-    if (\$40 ) begin
-      if (\$41 ) begin
-      end else if (\$42 ) begin
-        \$76  = 1'h0;
-      end
-    end
-    if (issue) begin
-      if (\$54 ) begin
-        \$76  = \$55 [0];
+    \$76  = n_items;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
+        \$76  = \$45 ;
       end
     end
     if (rst) begin
@@ -3185,50 +3166,55 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$77  = base;
-    if (\$40 ) begin
-      if (\$41 ) begin
-      end else if (\$42 ) begin
-        \$77  = 2'h0;
+    \$77  = group;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
+        \$77  = 1'h0;
       end
     end
     if (issue) begin
-      if (\$54 ) begin
-        \$77  = \$56 [1:0];
+      if (\$55 ) begin
+        \$77  = \$56 [0];
       end
     end
     if (rst) begin
-      \$77  = 2'h0;
+      \$77  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$78  = slot;
-    if (\$40 ) begin
-      if (\$41 ) begin
-      end else if (\$42 ) begin
-        \$78  = 1'h0;
+    \$78  = base;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
+        \$78  = 2'h0;
+      end
+    end
+    if (issue) begin
+      if (\$55 ) begin
+        \$78  = \$57 [1:0];
+      end
+    end
+    if (rst) begin
+      \$78  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$79  = slot;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
+        \$79  = 1'h0;
       end
     end
     if (issue) begin
       (* full_case = 32'd1 *)
-      if (\$54 ) begin
-        \$78  = 1'h0;
+      if (\$55 ) begin
+        \$79  = 1'h0;
       end else if (1'h1) begin
-        \$78  = \$60 [0];
-      end
-    end
-    if (rst) begin
-      \$78  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$79  = seq_first;
-    if (\$40 ) begin
-      if (\$41 ) begin
-      end else if (\$42 ) begin
-        \$79  = \$45 ;
+        \$79  = \$61 [0];
       end
     end
     if (rst) begin
@@ -3237,10 +3223,10 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$80  = seq_end;
-    if (\$40 ) begin
-      if (\$41 ) begin
-      end else if (\$42 ) begin
+    \$80  = seq_first;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
         \$80  = \$46 ;
       end
     end
@@ -3250,25 +3236,24 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$81  = layer0_busy_cycles;
-    (* full_case = 32'd1 *)
-    if (\$40 ) begin
-    end else begin
-      \$81  = \$47 [31:0];
+    \$81  = seq_end;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
+        \$81  = \$47 ;
+      end
     end
     if (rst) begin
-      \$81  = 32'd0;
+      \$81  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$82  = layer0_stall_cycles;
+    \$82  = layer0_busy_cycles;
     (* full_case = 32'd1 *)
-    if (\$40 ) begin
+    if (\$41 ) begin
     end else begin
-      if (\$48 ) begin
-        \$82  = \$49 [31:0];
-      end
+      \$82  = \$48 [31:0];
     end
     if (rst) begin
       \$82  = 32'd0;
@@ -3276,30 +3261,44 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$83  = rbank;
-    if (issue) begin
-      if (\$54 ) begin
-        if (\$57 ) begin
-          \$83  = \$58 ;
-        end
+    \$83  = layer0_stall_cycles;
+    (* full_case = 32'd1 *)
+    if (\$41 ) begin
+    end else begin
+      if (\$49 ) begin
+        \$83  = \$50 [31:0];
       end
     end
     if (rst) begin
-      \$83  = 1'h0;
+      \$83  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$84  = layer0_steps;
+    \$84  = rbank;
     if (issue) begin
-      if (\$54 ) begin
-        if (\$57 ) begin
-          \$84  = \$59 [31:0];
+      if (\$55 ) begin
+        if (\$58 ) begin
+          \$84  = \$59 ;
         end
       end
     end
     if (rst) begin
-      \$84  = 32'd0;
+      \$84  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$85  = layer0_steps;
+    if (issue) begin
+      if (\$55 ) begin
+        if (\$58 ) begin
+          \$85  = \$60 [31:0];
+        end
+      end
+    end
+    if (rst) begin
+      \$85  = 32'd0;
     end
   end
   assign wr__addr = \$5 [0];
@@ -3329,8 +3328,8 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
   assign \meta.empty  = meta[9];
   assign \meta.index  = meta[10];
   assign \meta.value  = meta[21:11];
-  assign \slot$22 [21:11] = \$25 ;
-  assign \slot$22 [10] = \$24 ;
+  assign \slot$22 [21:11] = \$26 ;
+  assign \slot$22 [10] = \$25 ;
   assign \slot$22 [9] = meta[9];
   assign \slot$22 [8] = meta[8];
   assign \slot$22 [7] = meta[7];
@@ -3342,17 +3341,18 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
   assign \slot$22 [0] = meta[0];
   assign items__ready = \$2 ;
   assign \$6  = { items__payload[11:1], 1'h0 };
-  assign \$12  = 1'h0;
-  assign \$13  = \$11 ;
-  assign \$19  = \$18 ;
-  assign \$23  = \$22 ;
-  assign \$28  = wr__en;
-  assign \$51  = last_slot;
-  assign \$52  = group;
-  assign \$54  = last_slot;
-  assign \$57  = group;
-  assign \$11  = slot;
-  assign \$22  = n_items;
+  assign \$11  = busy;
+  assign \$13  = 1'h0;
+  assign \$14  = \$12 ;
+  assign \$20  = \$19 ;
+  assign \$24  = \$23 ;
+  assign \$29  = wr__en;
+  assign \$52  = last_slot;
+  assign \$53  = group;
+  assign \$55  = last_slot;
+  assign \$58  = group;
+  assign \$12  = slot;
+  assign \$23  = n_items;
 endmodule
 
 (* generator = "Amaranth" *)
@@ -3727,7 +3727,7 @@ module \accelerator.layer0.serializer (rst, items__ready, entries__payload, entr
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_0 (rst, v_new, v_new_clipped, spike, \port$517$0 , params, old, acc, \new , clk);
+module \accelerator.layer0.update_0 (rst, v_new, v_new_clipped, spike, \port$519$0 , params, old, acc, \new , clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -3778,8 +3778,8 @@ module \accelerator.layer0.update_0 (rst, v_new, v_new_clipped, spike, \port$517
   wire [22:0] params;
   wire [6:0] \params.in_shift ;
   wire [15:0] \params.theta ;
-  output \port$517$0 ;
-  wire \port$517$0 ;
+  output \port$519$0 ;
+  wire \port$519$0 ;
   wire [15:0] potential;
   input rst;
   wire rst;
@@ -3866,7 +3866,7 @@ module \accelerator.layer0.update_0 (rst, v_new, v_new_clipped, spike, \port$517
   assign gate = spike;
   assign potential = v_new;
   assign saturated = v_new_clipped;
-  assign \port$517$0  = \$19 ;
+  assign \port$519$0  = \$19 ;
   assign \params.in_shift  = params[6:0];
   assign \params.theta  = params[22:7];
   assign \acc.in  = acc;
@@ -3880,7 +3880,7 @@ module \accelerator.layer0.update_0 (rst, v_new, v_new_clipped, spike, \port$517
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_1 (rst, v_new, v_new_clipped, spike, \port$545$0 , params, old, acc, \new , clk);
+module \accelerator.layer0.update_1 (rst, v_new, v_new_clipped, spike, \port$547$0 , params, old, acc, \new , clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -3931,8 +3931,8 @@ module \accelerator.layer0.update_1 (rst, v_new, v_new_clipped, spike, \port$545
   wire [22:0] params;
   wire [6:0] \params.in_shift ;
   wire [15:0] \params.theta ;
-  output \port$545$0 ;
-  wire \port$545$0 ;
+  output \port$547$0 ;
+  wire \port$547$0 ;
   wire [15:0] potential;
   input rst;
   wire rst;
@@ -4019,7 +4019,7 @@ module \accelerator.layer0.update_1 (rst, v_new, v_new_clipped, spike, \port$545
   assign gate = spike;
   assign potential = v_new;
   assign saturated = v_new_clipped;
-  assign \port$545$0  = \$19 ;
+  assign \port$547$0  = \$19 ;
   assign \params.in_shift  = params[6:0];
   assign \params.theta  = params[22:7];
   assign \acc.in  = acc;
@@ -6780,36 +6780,35 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
-  wire \$12 ;
-  wire [1:0] \$13 ;
-  wire [32:0] \$14 ;
-  wire \$15 ;
-  wire [1:0] \$16 ;
-  wire [32:0] \$17 ;
-  wire [1:0] \$18 ;
-  wire [32:0] \$19 ;
+  wire [1:0] \$12 ;
+  wire [32:0] \$13 ;
+  wire \$14 ;
+  wire [1:0] \$15 ;
+  wire [32:0] \$16 ;
+  wire [1:0] \$17 ;
+  wire [32:0] \$18 ;
+  wire \$19 ;
   wire \$2 ;
-  wire \$20 ;
-  wire [1:0] \$21 ;
-  wire [32:0] \$22 ;
+  wire [1:0] \$20 ;
+  wire [32:0] \$21 ;
+  wire \$22 ;
   wire \$23 ;
   wire \$24 ;
   wire \$25 ;
   wire \$26 ;
-  wire \$27 ;
-  wire [32:0] \$28 ;
-  reg [14:0] \$29 ;
+  wire [32:0] \$27 ;
+  reg [14:0] \$28 ;
+  reg [31:0] \$29 ;
   wire [3:0] \$3 ;
   reg [31:0] \$30 ;
   reg [31:0] \$31 ;
   reg [31:0] \$32 ;
-  reg [31:0] \$33 ;
-  reg [14:0] \$34 ;
-  reg \$35 ;
-  reg [31:0] \$36 ;
+  reg [14:0] \$33 ;
+  reg \$34 ;
+  reg [31:0] \$35 ;
+  reg [14:0] \$36 ;
   reg [14:0] \$37 ;
   reg [14:0] \$38 ;
-  reg [14:0] \$39 ;
   wire \$4 ;
   wire \$5 ;
   wire [3:0] \$6 ;
@@ -6857,7 +6856,7 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   wire [1:0] port__addr;
   wire [-1:0] \port__addr$17 ;
   wire [1:0] \port__addr$20 ;
-  wire [-1:0] \port__addr$22 ;
+  wire [-1:0] \port__addr$23 ;
   wire [15:0] port__data;
   wire [47:0] \port__data$19 ;
   wire [15:0] \port__data$29 ;
@@ -7013,8 +7012,6 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
     end
   end
   assign \port__data$29  = _1_;
-  always @(posedge clk)
-    \slot$45  <= \$39 ;
   assign \$1  = config__payload[2:0] == 3'h4;
   assign \$2  = config__valid & \$1 ;
   assign \$3  = \$2  << config__payload[6:5];
@@ -7026,41 +7023,43 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   assign \$9  = slot_c1[0] & \$8 ;
   assign \$11  = slot_c2[0] & slot_c2[5];
   assign weights = slot_c2[10] ? 16'h0000 : \port__data$29 ;
-  assign \$13  = 1'h0 + port__en;
-  assign \$14  = readout_weights_reads + \$13 ;
-  assign \$15  = | \$3 [1:0];
-  assign \$16  = 1'h0 + \$15 ;
-  assign \$17  = readout_weights_writes + \$16 ;
-  assign \$18  = 1'h0 + \port__en$16 ;
-  assign \$19  = readout_bias_reads + \$18 ;
-  assign \$20  = | \$6 [1:0];
-  assign \$21  = 1'h0 + \$20 ;
-  assign \$22  = readout_bias_writes + \$21 ;
-  assign \$23  = ~ slot_c2[10];
-  assign \$24  = slot_c2[0] & \$23 ;
-  assign \$25  = | slot_c2[14:13];
-  assign \$26  = \$24  & \$25 ;
-  assign \$28  = readout_macs + 2'h2;
+  assign \$12  = 1'h0 + port__en;
+  assign \$13  = readout_weights_reads + \$12 ;
+  assign \$14  = | \$3 [1:0];
+  assign \$15  = 1'h0 + \$14 ;
+  assign \$16  = readout_weights_writes + \$15 ;
+  assign \$17  = 1'h0 + \port__en$16 ;
+  assign \$18  = readout_bias_reads + \$17 ;
+  assign \$19  = | \$6 [1:0];
+  assign \$20  = 1'h0 + \$19 ;
+  assign \$21  = readout_bias_writes + \$20 ;
+  assign \$22  = ~ slot_c2[10];
+  assign \$23  = slot_c2[0] & \$22 ;
+  assign \$24  = | slot_c2[14:13];
+  assign \$25  = \$23  & \$24 ;
+  assign \$27  = readout_macs + 2'h2;
   always @(posedge clk)
-    slot_c1 <= \$29 ;
+    slot_c1 <= \$28 ;
   always @(posedge clk)
-    readout_weights_reads <= \$30 ;
+    readout_weights_reads <= \$29 ;
   always @(posedge clk)
-    readout_weights_writes <= \$31 ;
+    readout_weights_writes <= \$30 ;
   always @(posedge clk)
-    readout_bias_reads <= \$32 ;
+    readout_bias_reads <= \$31 ;
   always @(posedge clk)
-    readout_bias_writes <= \$33 ;
+    readout_bias_writes <= \$32 ;
   always @(posedge clk)
-    slot_c2 <= \$34 ;
+    slot_c2 <= \$33 ;
   always @(posedge clk)
-    use_acc2a <= \$35 ;
+    use_acc2a <= \$34 ;
   always @(posedge clk)
-    readout_macs <= \$36 ;
+    readout_macs <= \$35 ;
   always @(posedge clk)
-    slot_c2a <= \$37 ;
+    slot_c2a <= \$36 ;
   always @(posedge clk)
-    slot_c2b <= \$38 ;
+    slot_c2b <= \$37 ;
+  always @(posedge clk)
+    \slot$45  <= \$38 ;
   \accelerator.readout.front.issue  issue (
     .clk(clk),
     .credit(credit),
@@ -7089,13 +7088,6 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$39  = slot_c2b;
-    if (rst) begin
-      \$39  = 15'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     port__en = 1'h0;
     if (\$10 ) begin
       port__en = 1'h1;
@@ -7104,79 +7096,86 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \port__en$16  = 1'h0;
-    if (\$12 ) begin
+    if (\$11 ) begin
       \port__en$16  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$29  = slot;
+    \$28  = slot;
     if (rst) begin
-      \$29  = 15'h0000;
+      \$28  = 15'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$30  = \$14 [31:0];
+    \$29  = \$13 [31:0];
+    if (rst) begin
+      \$29  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$30  = \$16 [31:0];
     if (rst) begin
       \$30  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$31  = \$17 [31:0];
+    \$31  = \$18 [31:0];
     if (rst) begin
       \$31  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$32  = \$19 [31:0];
+    \$32  = \$21 [31:0];
     if (rst) begin
       \$32  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$33  = \$22 [31:0];
+    \$33  = slot_c1;
     if (rst) begin
-      \$33  = 32'd0;
+      \$33  = 15'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$34  = slot_c1;
+    \$34  = 1'h0;
     if (rst) begin
-      \$34  = 15'h0000;
+      \$34  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$35  = 1'h0;
+    \$35  = readout_macs;
+    if (\$26 ) begin
+      \$35  = \$27 [31:0];
+    end
     if (rst) begin
-      \$35  = 1'h0;
+      \$35  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$36  = readout_macs;
-    if (\$27 ) begin
-      \$36  = \$28 [31:0];
-    end
+    \$36  = slot_c2;
     if (rst) begin
-      \$36  = 32'd0;
+      \$36  = 15'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$37  = slot_c2;
+    \$37  = slot_c2a;
     if (rst) begin
       \$37  = 15'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$38  = slot_c2a;
+    \$38  = slot_c2b;
     if (rst) begin
       \$38  = 15'h0000;
     end
@@ -7288,8 +7287,7 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   assign port__data[15:8] = config__payload[14:7];
   assign port__data[7:0] = config__payload[14:7];
   assign \$10  = \$9 ;
-  assign \$12  = \$11 ;
-  assign \$27  = \$26 ;
+  assign \$26  = \$25 ;
 endmodule
 
 (* generator = "Amaranth" *)
@@ -7308,76 +7306,77 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   wire \$19 ;
   wire \$2 ;
   wire \$20 ;
-  wire [2:0] \$21 ;
-  wire [3:0] \$22 ;
-  wire \$23 ;
+  wire \$21 ;
+  wire [2:0] \$22 ;
+  wire [3:0] \$23 ;
   wire \$24 ;
-  wire [1:0] \$25 ;
+  wire \$25 ;
   wire [1:0] \$26 ;
   wire [1:0] \$27 ;
-  wire [32:0] \$28 ;
-  wire \$29 ;
+  wire [1:0] \$28 ;
+  wire [32:0] \$29 ;
   wire \$3 ;
-  wire [1:0] \$30 ;
-  wire [32:0] \$31 ;
-  wire \$32 ;
+  wire \$30 ;
+  wire [1:0] \$31 ;
+  wire [32:0] \$32 ;
   wire \$33 ;
   wire \$34 ;
-  wire [3:0] \$35 ;
-  wire \$36 ;
+  wire \$35 ;
+  wire [3:0] \$36 ;
   wire \$37 ;
-  wire [32:0] \$38 ;
-  wire [3:0] \$39 ;
+  wire \$38 ;
+  wire [32:0] \$39 ;
   wire [2:0] \$4 ;
-  wire \$40 ;
+  wire [3:0] \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
-  wire [3:0] \$44 ;
-  reg [2:0] \$45 ;
-  wire \$46 ;
+  wire \$44 ;
+  wire [3:0] \$45 ;
+  reg [2:0] \$46 ;
   wire \$47 ;
-  wire [32:0] \$48 ;
-  wire \$49 ;
+  wire \$48 ;
+  wire [32:0] \$49 ;
   wire [3:0] \$5 ;
-  wire [32:0] \$50 ;
-  wire \$51 ;
+  wire \$50 ;
+  wire [32:0] \$51 ;
   wire \$52 ;
   wire \$53 ;
   wire \$54 ;
   wire \$55 ;
-  wire [1:0] \$56 ;
-  wire [3:0] \$57 ;
-  wire \$58 ;
+  wire \$56 ;
+  wire [1:0] \$57 ;
+  wire [3:0] \$58 ;
   wire \$59 ;
   wire [4:0] \$6 ;
-  wire [32:0] \$60 ;
-  wire [3:0] \$61 ;
-  reg [31:0] \$62 ;
+  wire \$60 ;
+  wire [32:0] \$61 ;
+  wire [3:0] \$62 ;
   reg [31:0] \$63 ;
-  reg [2:0] \$64 ;
-  reg [31:0] \$65 ;
-  reg [1:0] \$66 ;
-  reg [2:0] \$67 ;
+  reg [31:0] \$64 ;
+  reg [2:0] \$65 ;
+  reg [31:0] \$66 ;
+  reg [1:0] \$67 ;
   reg [2:0] \$68 ;
-  reg [1:0] \$69 ;
+  reg [2:0] \$69 ;
   wire [4:0] \$7 ;
   reg [1:0] \$70 ;
-  reg \$71 ;
+  reg [1:0] \$71 ;
   reg \$72 ;
-  reg [14:0] \$73 ;
-  reg [2:0] \$74 ;
-  reg \$75 ;
-  reg [2:0] \$76 ;
+  reg \$73 ;
+  reg [14:0] \$74 ;
+  reg [2:0] \$75 ;
+  reg \$76 ;
   reg [2:0] \$77 ;
   reg [2:0] \$78 ;
-  reg \$79 ;
+  reg [2:0] \$79 ;
   wire \$8 ;
   reg \$80 ;
-  reg [31:0] \$81 ;
+  reg \$81 ;
   reg [31:0] \$82 ;
-  reg \$83 ;
-  reg [31:0] \$84 ;
+  reg [31:0] \$83 ;
+  reg \$84 ;
+  reg [31:0] \$85 ;
   wire \$9 ;
   reg [1:0] \$signal  = 2'h0;
   reg [1:0] \$signal$31  = 2'h0;
@@ -7483,90 +7482,91 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     end
   end
   assign rd__data = _0_;
-  assign \$12  = | slot;
-  assign \$15  = \$14  | credit;
-  assign issue = busy & \$17 ;
-  assign \$18  = ! slot;
-  assign \$19  = issue & \$18 ;
-  assign \$21  = rbank ? 3'h4 : 3'h0;
-  assign \$22  = \$21  + slot;
-  assign \$23  = | n_items;
-  assign \$25  = meta[10] ? 2'h0 : rd__data[1:0];
-  assign \$26  = meta[10] ? 2'h0 : rd__data[3:2];
-  assign \$27  = 1'h0 + rd__en;
-  assign \$28  = readout_items_reads + \$27 ;
-  assign \$30  = 1'h0 + \$29 ;
-  assign \$31  = readout_items_writes + \$30 ;
-  assign \$32  = \$signal  >> wbank;
-  assign \$33  = ~ \$32 ;
-  assign \$34  = items__valid & \$33 ;
-  assign \$35  = wcount + 1'h1;
-  assign \$36  = ~ stored;
-  assign \$37  = nonzero & \$36 ;
-  assign \$38  = readout_item_overflows + 1'h1;
-  assign \$39  = wcount + stored;
-  assign \$40  = ~ wbank;
-  assign \$41  = ~ busy;
-  assign \$42  = | drain;
-  assign \$43  = \$signal  >> rbank;
-  assign \$44  = drain - 1'h1;
-  assign \$46  = \$signal$31  >> rbank;
-  assign \$47  = \$signal$33  >> rbank;
-  assign \$48  = readout_busy_cycles + 1'h1;
-  assign \$49  = ~ issue;
-  assign \$50  = readout_stall_cycles + 1'h1;
-  assign \$51  = ! slot;
-  assign \$54  = ! n_items;
-  assign \$57  = base + 3'h4;
-  assign \$59  = ~ rbank;
-  assign \$60  = readout_steps + 1'h1;
-  assign \$61  = slot + 1'h1;
+  assign last_slot = \$11  >= n_items;
+  assign \$13  = | slot;
+  assign \$16  = \$15  | credit;
+  assign issue = \$12  & \$18 ;
+  assign \$19  = ! slot;
+  assign \$20  = issue & \$19 ;
+  assign \$22  = rbank ? 3'h4 : 3'h0;
+  assign \$23  = \$22  + slot;
+  assign \$24  = | n_items;
+  assign \$26  = meta[10] ? 2'h0 : rd__data[1:0];
+  assign \$27  = meta[10] ? 2'h0 : rd__data[3:2];
+  assign \$28  = 1'h0 + rd__en;
+  assign \$29  = readout_items_reads + \$28 ;
+  assign \$31  = 1'h0 + \$30 ;
+  assign \$32  = readout_items_writes + \$31 ;
+  assign \$33  = \$signal  >> wbank;
+  assign \$34  = ~ \$33 ;
+  assign \$35  = items__valid & \$34 ;
+  assign \$36  = wcount + 1'h1;
+  assign \$37  = ~ stored;
+  assign \$38  = nonzero & \$37 ;
+  assign \$39  = readout_item_overflows + 1'h1;
+  assign \$40  = wcount + stored;
+  assign \$41  = ~ wbank;
+  assign \$42  = ~ busy;
+  assign \$43  = | drain;
+  assign \$44  = \$signal  >> rbank;
+  assign \$45  = drain - 1'h1;
+  assign \$47  = \$signal$31  >> rbank;
+  assign \$48  = \$signal$33  >> rbank;
+  assign \$49  = readout_busy_cycles + 1'h1;
+  assign \$50  = ~ issue;
+  assign \$51  = readout_stall_cycles + 1'h1;
+  assign \$52  = ! slot;
+  assign \$55  = ! n_items;
+  assign \$58  = base + 3'h4;
+  assign \$60  = ~ rbank;
+  assign \$61  = readout_steps + 1'h1;
+  assign \$62  = slot + 1'h1;
   always @(posedge clk)
-    readout_items_reads <= \$62 ;
+    readout_items_reads <= \$63 ;
   always @(posedge clk)
-    readout_items_writes <= \$63 ;
+    readout_items_writes <= \$64 ;
   always @(posedge clk)
-    wcount <= \$64 ;
+    wcount <= \$65 ;
   always @(posedge clk)
-    readout_item_overflows <= \$65 ;
+    readout_item_overflows <= \$66 ;
   always @(posedge clk)
-    \$signal  <= \$66 ;
+    \$signal  <= \$67 ;
   always @(posedge clk)
-    bank0_count <= \$67 ;
+    bank0_count <= \$68 ;
   always @(posedge clk)
-    bank1_count <= \$68 ;
+    bank1_count <= \$69 ;
   always @(posedge clk)
-    \$signal$31  <= \$69 ;
+    \$signal$31  <= \$70 ;
   always @(posedge clk)
-    \$signal$33  <= \$70 ;
+    \$signal$33  <= \$71 ;
   always @(posedge clk)
-    next_first <= \$71 ;
+    next_first <= \$72 ;
   always @(posedge clk)
-    wbank <= \$72 ;
+    wbank <= \$73 ;
   always @(posedge clk)
-    meta <= \$73 ;
+    meta <= \$74 ;
   always @(posedge clk)
-    drain <= \$74 ;
+    drain <= \$75 ;
   always @(posedge clk)
-    busy <= \$75 ;
+    busy <= \$76 ;
   always @(posedge clk)
-    n_items <= \$76 ;
+    n_items <= \$77 ;
   always @(posedge clk)
-    base <= \$77 ;
+    base <= \$78 ;
   always @(posedge clk)
-    slot <= \$78 ;
+    slot <= \$79 ;
   always @(posedge clk)
-    seq_first <= \$79 ;
+    seq_first <= \$80 ;
   always @(posedge clk)
-    seq_end <= \$80 ;
+    seq_end <= \$81 ;
   always @(posedge clk)
-    readout_busy_cycles <= \$81 ;
+    readout_busy_cycles <= \$82 ;
   always @(posedge clk)
-    readout_stall_cycles <= \$82 ;
+    readout_stall_cycles <= \$83 ;
   always @(posedge clk)
-    rbank <= \$83 ;
+    rbank <= \$84 ;
   always @(posedge clk)
-    readout_steps <= \$84 ;
+    readout_steps <= \$85 ;
   assign \$1  = \$signal  >> wbank;
   assign \$2  = ~ \$1 ;
   assign nonzero = | items__payload[3:2];
@@ -7579,22 +7579,21 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   assign \$9  = ~ \$8 ;
   assign \$10  = items__valid & \$9 ;
   assign \$11  = slot + 1'h1;
-  assign last_slot = \$11  >= n_items;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
-          \$45  = bank0_count;
+          \$46  = bank0_count;
       1'h1:
-          \$45  = bank1_count;
+          \$46  = bank1_count;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     rd__en = 1'h0;
     if (issue) begin
-      rd__en = \$24 ;
+      rd__en = \$25 ;
     end
   end
   always @* begin
@@ -7610,107 +7609,89 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     rd__addr = 3'h0;
     if (issue) begin
-      rd__addr = \$22 [2:0];
+      rd__addr = \$23 [2:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$62  = \$28 [31:0];
-    if (rst) begin
-      \$62  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$63  = \$31 [31:0];
+    \$63  = \$29 [31:0];
     if (rst) begin
       \$63  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$64  = wcount;
-    if (\$34 ) begin
+    \$64  = \$32 [31:0];
+    if (rst) begin
+      \$64  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$65  = wcount;
+    if (\$35 ) begin
       if (stored) begin
-        \$64  = \$35 [2:0];
+        \$65  = \$36 [2:0];
       end
       if (items__payload[4]) begin
-        \$64  = 3'h0;
+        \$65  = 3'h0;
       end
     end
     if (rst) begin
-      \$64  = 3'h0;
+      \$65  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$65  = readout_item_overflows;
-    if (\$34 ) begin
-      if (\$37 ) begin
-        \$65  = \$38 [31:0];
+    \$66  = readout_item_overflows;
+    if (\$35 ) begin
+      if (\$38 ) begin
+        \$66  = \$39 [31:0];
       end
     end
     if (rst) begin
-      \$65  = 32'd0;
+      \$66  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$66  = \$signal ;
-    if (\$34 ) begin
+    \$67  = \$signal ;
+    if (\$35 ) begin
       if (items__payload[4]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$66 [0] = 1'h1;
+              \$67 [0] = 1'h1;
           1'h1:
-              \$66 [1] = 1'h1;
+              \$67 [1] = 1'h1;
         endcase
       end
     end
     if (issue) begin
-      if (\$55 ) begin
-        if (\$58 ) begin
+      if (\$56 ) begin
+        if (\$59 ) begin
           (* full_case = 32'd1 *)
           casez (rbank)
             1'h0:
-                \$66 [0] = 1'h0;
+                \$67 [0] = 1'h0;
             1'h1:
-                \$66 [1] = 1'h0;
+                \$67 [1] = 1'h0;
           endcase
         end
       end
     end
     if (rst) begin
-      \$66  = 2'h0;
+      \$67  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$67  = bank0_count;
-    if (\$34 ) begin
+    \$68  = bank0_count;
+    if (\$35 ) begin
       if (items__payload[4]) begin
         casez (wbank)
           1'h0:
-              \$67  = \$39 [2:0];
-        endcase
-      end
-    end
-    if (rst) begin
-      \$67  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$68  = bank1_count;
-    if (\$34 ) begin
-      if (items__payload[4]) begin
-        (* full_case = 32'd1 *)
-        casez (wbank)
-          1'h0:
-              /* empty */;
-          1'h1:
-              \$68  = \$39 [2:0];
+              \$68  = \$40 [2:0];
         endcase
       end
     end
@@ -7720,33 +7701,33 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$69  = \$signal$31 ;
-    if (\$34 ) begin
+    \$69  = bank1_count;
+    if (\$35 ) begin
       if (items__payload[4]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$69 [0] = next_first;
+              /* empty */;
           1'h1:
-              \$69 [1] = next_first;
+              \$69  = \$40 [2:0];
         endcase
       end
     end
     if (rst) begin
-      \$69  = 2'h0;
+      \$69  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$70  = \$signal$33 ;
-    if (\$34 ) begin
+    \$70  = \$signal$31 ;
+    if (\$35 ) begin
       if (items__payload[4]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$70 [0] = items__payload[5];
+              \$70 [0] = next_first;
           1'h1:
-              \$70 [1] = items__payload[5];
+              \$70 [1] = next_first;
         endcase
       end
     end
@@ -7756,110 +7737,110 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$71  = next_first;
-    if (\$34 ) begin
+    \$71  = \$signal$33 ;
+    if (\$35 ) begin
       if (items__payload[4]) begin
-        \$71  = items__payload[5];
+        (* full_case = 32'd1 *)
+        casez (wbank)
+          1'h0:
+              \$71 [0] = items__payload[5];
+          1'h1:
+              \$71 [1] = items__payload[5];
+        endcase
       end
     end
     if (rst) begin
-      \$71  = 1'h1;
+      \$71  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$72  = wbank;
-    if (\$34 ) begin
+    \$72  = next_first;
+    if (\$35 ) begin
       if (items__payload[4]) begin
-        \$72  = \$40 ;
+        \$72  = items__payload[5];
       end
     end
     if (rst) begin
-      \$72  = 1'h0;
+      \$72  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$73 [14:1] = meta[14:1];
-    \$73 [0] = issue;
-    if (issue) begin
-      \$73 [1] = 1'h0;
-      \$73 [4:2] = base;
-      \$73 [5] = \$51 ;
-      \$73 [6] = \$52 ;
-      \$73 [7] = \$53 ;
-      \$73 [8] = seq_first;
-      \$73 [9] = seq_end;
-      \$73 [10] = \$54 ;
+    \$73  = wbank;
+    if (\$35 ) begin
+      if (items__payload[4]) begin
+        \$73  = \$41 ;
+      end
     end
     if (rst) begin
-      \$73  = 15'h0000;
+      \$73  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$74  = drain;
-    if (\$41 ) begin
-      if (\$42 ) begin
-        \$74  = \$44 [2:0];
+    \$74 [14:1] = meta[14:1];
+    \$74 [0] = issue;
+    if (issue) begin
+      \$74 [1] = 1'h0;
+      \$74 [4:2] = base;
+      \$74 [5] = \$52 ;
+      \$74 [6] = \$53 ;
+      \$74 [7] = \$54 ;
+      \$74 [8] = seq_first;
+      \$74 [9] = seq_end;
+      \$74 [10] = \$55 ;
+    end
+    if (rst) begin
+      \$74  = 15'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$75  = drain;
+    if (\$42 ) begin
+      if (\$43 ) begin
+        \$75  = \$45 [2:0];
       end
     end
     if (issue) begin
-      if (\$55 ) begin
-        if (\$58 ) begin
-          \$74  = 3'h2;
+      if (\$56 ) begin
+        if (\$59 ) begin
+          \$75  = 3'h2;
         end
       end
     end
     if (rst) begin
-      \$74  = 3'h0;
+      \$75  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$75  = busy;
-    if (\$41 ) begin
-      if (\$42 ) begin
-      end else if (\$43 ) begin
-        \$75  = 1'h1;
+    \$76  = busy;
+    if (\$42 ) begin
+      if (\$43 ) begin
+      end else if (\$44 ) begin
+        \$76  = 1'h1;
       end
     end
     if (issue) begin
-      if (\$55 ) begin
-        if (\$58 ) begin
-          \$75  = 1'h0;
+      if (\$56 ) begin
+        if (\$59 ) begin
+          \$76  = 1'h0;
         end
       end
     end
     if (rst) begin
-      \$75  = 1'h0;
+      \$76  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$76  = n_items;
-    if (\$41 ) begin
-      if (\$42 ) begin
-      end else if (\$43 ) begin
-        \$76  = \$45 ;
-      end
-    end
-    if (rst) begin
-      \$76  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$77  = base;
-    if (\$41 ) begin
-      if (\$42 ) begin
-      end else if (\$43 ) begin
-        \$77  = 3'h0;
-      end
-    end
-    if (issue) begin
-      if (\$55 ) begin
-        \$77  = \$57 [2:0];
+    \$77  = n_items;
+    if (\$42 ) begin
+      if (\$43 ) begin
+      end else if (\$44 ) begin
+        \$77  = \$46 ;
       end
     end
     if (rst) begin
@@ -7868,19 +7849,16 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$78  = slot;
-    if (\$41 ) begin
-      if (\$42 ) begin
-      end else if (\$43 ) begin
+    \$78  = base;
+    if (\$42 ) begin
+      if (\$43 ) begin
+      end else if (\$44 ) begin
         \$78  = 3'h0;
       end
     end
     if (issue) begin
-      (* full_case = 32'd1 *)
-      if (\$55 ) begin
-        \$78  = 3'h0;
-      end else if (1'h1) begin
-        \$78  = \$61 [2:0];
+      if (\$56 ) begin
+        \$78  = \$58 [2:0];
       end
     end
     if (rst) begin
@@ -7889,23 +7867,31 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$79  = seq_first;
-    if (\$41 ) begin
-      if (\$42 ) begin
-      end else if (\$43 ) begin
-        \$79  = \$46 ;
+    \$79  = slot;
+    if (\$42 ) begin
+      if (\$43 ) begin
+      end else if (\$44 ) begin
+        \$79  = 3'h0;
+      end
+    end
+    if (issue) begin
+      (* full_case = 32'd1 *)
+      if (\$56 ) begin
+        \$79  = 3'h0;
+      end else if (1'h1) begin
+        \$79  = \$62 [2:0];
       end
     end
     if (rst) begin
-      \$79  = 1'h0;
+      \$79  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$80  = seq_end;
-    if (\$41 ) begin
-      if (\$42 ) begin
-      end else if (\$43 ) begin
+    \$80  = seq_first;
+    if (\$42 ) begin
+      if (\$43 ) begin
+      end else if (\$44 ) begin
         \$80  = \$47 ;
       end
     end
@@ -7915,25 +7901,24 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$81  = readout_busy_cycles;
-    (* full_case = 32'd1 *)
-    if (\$41 ) begin
-    end else begin
-      \$81  = \$48 [31:0];
+    \$81  = seq_end;
+    if (\$42 ) begin
+      if (\$43 ) begin
+      end else if (\$44 ) begin
+        \$81  = \$48 ;
+      end
     end
     if (rst) begin
-      \$81  = 32'd0;
+      \$81  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$82  = readout_stall_cycles;
+    \$82  = readout_busy_cycles;
     (* full_case = 32'd1 *)
-    if (\$41 ) begin
+    if (\$42 ) begin
     end else begin
-      if (\$49 ) begin
-        \$82  = \$50 [31:0];
-      end
+      \$82  = \$49 [31:0];
     end
     if (rst) begin
       \$82  = 32'd0;
@@ -7941,30 +7926,44 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$83  = rbank;
-    if (issue) begin
-      if (\$55 ) begin
-        if (\$58 ) begin
-          \$83  = \$59 ;
-        end
+    \$83  = readout_stall_cycles;
+    (* full_case = 32'd1 *)
+    if (\$42 ) begin
+    end else begin
+      if (\$50 ) begin
+        \$83  = \$51 [31:0];
       end
     end
     if (rst) begin
-      \$83  = 1'h0;
+      \$83  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$84  = readout_steps;
+    \$84  = rbank;
     if (issue) begin
-      if (\$55 ) begin
-        if (\$58 ) begin
-          \$84  = \$60 [31:0];
+      if (\$56 ) begin
+        if (\$59 ) begin
+          \$84  = \$60 ;
         end
       end
     end
     if (rst) begin
-      \$84  = 32'd0;
+      \$84  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$85  = readout_steps;
+    if (issue) begin
+      if (\$56 ) begin
+        if (\$59 ) begin
+          \$85  = \$61 [31:0];
+        end
+      end
+    end
+    if (rst) begin
+      \$85  = 32'd0;
     end
   end
   assign wr__addr = \$5 [2:0];
@@ -7995,8 +7994,8 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   assign \meta.empty  = meta[10];
   assign \meta.index  = meta[12:11];
   assign \meta.value  = meta[14:13];
-  assign \slot$21 [14:13] = \$26 ;
-  assign \slot$21 [12:11] = \$25 ;
+  assign \slot$21 [14:13] = \$27 ;
+  assign \slot$21 [12:11] = \$26 ;
   assign \slot$21 [10] = meta[10];
   assign \slot$21 [9] = meta[9];
   assign \slot$21 [8] = meta[8];
@@ -8008,19 +8007,20 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   assign \slot$21 [0] = meta[0];
   assign items__ready = \$2 ;
   assign \$6  = { 1'h0, items__payload[3:2], 2'h0 };
-  assign \$13  = 1'h0;
-  assign \$14  = \$12 ;
-  assign \$16  = 1'h0;
-  assign \$17  = \$15 ;
-  assign \$20  = \$19 ;
-  assign starting = \$19 ;
-  assign \$24  = \$23 ;
-  assign \$29  = wr__en;
-  assign \$52  = last_slot;
-  assign \$53  = 1'h1;
-  assign \$55  = last_slot;
-  assign \$56  = 2'h1;
-  assign \$58  = 1'h1;
+  assign \$12  = busy;
+  assign \$14  = 1'h0;
+  assign \$15  = \$13 ;
+  assign \$17  = 1'h0;
+  assign \$18  = \$16 ;
+  assign \$21  = \$20 ;
+  assign starting = \$20 ;
+  assign \$25  = \$24 ;
+  assign \$30  = wr__en;
+  assign \$53  = last_slot;
+  assign \$54  = 1'h1;
+  assign \$56  = last_slot;
+  assign \$57  = 2'h1;
+  assign \$59  = 1'h1;
 endmodule
 
 (* generator = "Amaranth" *)
