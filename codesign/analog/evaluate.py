@@ -211,7 +211,7 @@ def _run_ladder_sequence(view: Bundle, xq: np.ndarray, n: int, settings: dict, c
         drive, syn = _array_drive(view, xq[n], cache, settings)
     d = len(maps)
     group = settings["ladder_group"]
-    timing = LadderTiming(t_step=settings["frame_ms"] * 1e-3)
+    timing = LadderTiming(t_step=settings["frame_ms"] * 1e-3, t_max=settings.get("tmax_ms", 1.0) * 1e-3)
     h_a = np.zeros((x.shape[1], d), dtype=np.int64)
     h_g = np.zeros_like(h_a)
     rows, wall, energy = [], 0.0, {}
@@ -262,6 +262,7 @@ def _run_ladder_sequence(view: Bundle, xq: np.ndarray, n: int, settings: dict, c
 
 def _ladder_deck(view, x, settings, maps, neurons, ranges, drive, timing, name) -> dict:
     """One ngspice deck of ladders: the analog and golden counts (state units), rows and power."""
+    from codesign.analog.cells import DPI_N, DpiParams
     from codesign.analog.checks import Ctx, run_ladder_trace
 
     tr = run_ladder_trace(
@@ -277,6 +278,7 @@ def _ladder_deck(view, x, settings, maps, neurons, ranges, drive, timing, name) 
         reltol=settings.get("reltol"),
         mc_seed=settings.get("mc_seed"),
         init=settings["ladder_init"],
+        dpi=DPI_N if settings.get("ladder_dpi", "p") == "n" else DpiParams(),
     )
     return {
         "h_analog": tr.h_analog.tolist(),
@@ -327,11 +329,13 @@ def analog_eval(
     mc_sequences: int = 2,
     scale: str = "step",
     reltol: float = 1e-4,
+    tmax_ms: float = 1.0,
     synapses: str = "ideal",
     synapse_ix_fa: float = 1000.0,
     ladder_spare: int = 1,
     ladder_group: int = 8,
     ladder_init: str = "nodeset",
+    ladder_dpi: str = "p",
 ) -> dict:
     """Run ``sequences`` test sequences of a trained BMRU or native CMRU bundle in ngspice; the summary dict.
 
@@ -347,6 +351,12 @@ def analog_eval(
     model's 0 start state (:func:`codesign.analog.netlist.neuron_subckt`); ``single`` is one cell
     per neuron, which starts at ``-alpha``. ``frame_ms``: the time one step gets (the cells switch in
     ``C dV / overdrive``: a longer frame resolves smaller margins).
+
+    ``ladder_dpi``: the DPI between a ladder's stages: ``p`` the first one, ``n`` the kappa-matched
+    ``dpi_n`` (tau within 6.8 % at every corner) with its own calibrated window shift.
+
+    ``tmax_ms``: ngspice's largest time step in the ladders' transient (1 ms by default; the ladder
+    rests between steps, and 5 ms with ``reltol`` 1e-3 gave the same counts about 6x faster).
 
     ``scale``: ``step`` normalises every step's window (:attr:`codesign.analog.mapping.NeuronMap.normalised`:
     margins ``H ||c| - |b|| / |b|``); ``neuron`` gives each neuron one scale from the largest ``|b|``
@@ -403,6 +413,16 @@ def analog_eval(
         settings["ladder_group"] = int(ladder_group)
         settings["ladder_init"] = ladder_init
         settings["ladder_circuit"] = LADDER_CIRCUIT
+        if not 0.1 <= tmax_ms <= 20.0:
+            raise CodesignError(f"--tmax-ms must be between 0.1 and 20 ms, not {tmax_ms:g}")
+        if ladder_dpi not in ("p", "n"):
+            raise CodesignError(f"--ladder-dpi must be p or n, not {ladder_dpi!r}")
+        if ladder_dpi != "p":  # the older caches keep their keys
+            settings["ladder_dpi"] = ladder_dpi
+        if tmax_ms != 1.0:  # the older caches keep their keys
+            settings["tmax_ms"] = float(tmax_ms)
+    elif tmax_ms != 1.0 or ladder_dpi != "p":
+        raise CodesignError("--tmax-ms and --ladder-dpi apply to native CMRU ladders (cmru eps 1) only")
     # the pre-scale-option cache keys stay valid for the defaults they were made with
     if scale != "neuron":
         settings["scale"] = scale
@@ -421,6 +441,10 @@ def analog_eval(
     summary = _summarize(
         bundle, xq[:count], y[:count], records[:count], run_golden(bundle, xq[:count]), settings
     )
+    if eps == 1:
+        from codesign.analog.ladder_model import ladder_model_summary
+
+        summary["ladder_model"] = ladder_model_summary(bundle, xq, y, records[:count], scale == "step")
     if mc:
         from codesign.analog.mismatch import mismatch_summary
 
@@ -558,6 +582,8 @@ def _summarize(bundle: Bundle, xq, y, records: list[dict], gold, settings: dict)
     }
     if ladder:
         out["ladder_spare"] = settings["ladder_spare"]
+        out["tmax_ms"] = settings.get("tmax_ms", 1.0)
+        out["ladder_dpi"] = settings.get("ladder_dpi", "p")
         out["ladder_stages_mean"] = float(np.mean([sum(r["ladder_stages"]) for r in records]))
         out["ladder_stages_note"] = (
             "every neuron's ladder spans the golden count's range over its sequence plus ladder_spare "
