@@ -12,7 +12,9 @@ the supply currents, the frame time, and the smallest current margins met.
 ``synapses="circuit"`` drives the cells with the sums of the bundle's synapse arrays simulated in
 ngspice (:mod:`codesign.analog.synapse_sim`) instead of the exact integers; the stage that turns
 those sums into the cells' candidate and threshold currents (scale, centre, the per-step division
-of the step mapping) is still an ideal source. Not done yet (issue 21): native CMRU ladders (eps = 1). ``mc`` adds the behavioural Monte Carlo of
+of the step mapping) is still an ideal source. A cmru eps 1 layer runs as native CMRU ladders
+(:func:`_run_ladder_sequence`), and the step-level ladder model of
+:mod:`codesign.analog.ladder_model`, fitted on those runs, covers the whole test set. ``mc`` adds the behavioural Monte Carlo of
 :mod:`codesign.analog.mismatch` over the whole test set and, with ``mc_spice``, ngspice Monte Carlo
 draws on a subset to check it.
 
