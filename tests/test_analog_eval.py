@@ -138,10 +138,14 @@ def test_bundles_it_cannot_run_are_refused(tmp_path) -> None:
         analog_eval(tmp_path / "neg", 1)
     with pytest.raises(CodesignError, match="--mc runs BMRU layers"):
         analog_eval(_cmru_bundle(tmp_path), 1, mc=2)
-    with pytest.raises(CodesignError, match="--tmax-ms and --ladder-dpi apply to native CMRU"):
+    with pytest.raises(
+        CodesignError, match="--tmax-ms, --ladder-dpi and --ladder-pulse-ms apply to native CMRU"
+    ):
         analog_eval(_bundle(tmp_path / "t"), 1, tmax_ms=5.0)
     with pytest.raises(CodesignError, match="--ladder-dpi must be p or n, not 'x'"):
         analog_eval(_cmru_bundle(tmp_path / "d"), 1, ladder_dpi="x")
+    with pytest.raises(CodesignError, match="--ladder-pulse-ms must be between 1 and 10 ms"):
+        analog_eval(_cmru_bundle(tmp_path / "f"), 1, ladder_pulse_ms=12.0)
     with pytest.raises(CodesignError, match="--tmax-ms must be between"):
         analog_eval(_cmru_bundle(tmp_path / "e"), 1, tmax_ms=50.0)
     with pytest.raises(CodesignError, match="provenance names no task"):

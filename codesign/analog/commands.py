@@ -219,6 +219,13 @@ def analog_eval_command(
             "dpi_n, tau within 6.8 % at every corner)"
         ),
     ] = "p",
+    ladder_pulse_ms: Annotated[
+        float,
+        typer.Option(
+            help="native CMRU (eps 1): each step's candidate pulse (ms); 8 resolves updates a few pA "
+            "beyond a threshold that 4 (the default) misses"
+        ),
+    ] = 4.0,
 ) -> None:
     """Run a trained bundle's test sequences through the layer netlist in ngspice, readout digital; accuracy, state agreement and energy beside the golden model."""
     from rich.progress import Progress
@@ -256,6 +263,7 @@ def analog_eval_command(
             ladder_group=ladder_group,
             ladder_init=ladder_init,
             ladder_dpi=ladder_dpi,
+            ladder_pulse_ms=ladder_pulse_ms,
         )
     typer.echo(
         f"{summary['bundle']} ({summary['sequences']} sequences, {corner}): analog accuracy "

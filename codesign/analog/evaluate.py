@@ -213,7 +213,11 @@ def _run_ladder_sequence(view: Bundle, xq: np.ndarray, n: int, settings: dict, c
         drive, syn = _array_drive(view, xq[n], cache, settings)
     d = len(maps)
     group = settings["ladder_group"]
-    timing = LadderTiming(t_step=settings["frame_ms"] * 1e-3, t_max=settings.get("tmax_ms", 1.0) * 1e-3)
+    timing = LadderTiming(
+        t_step=settings["frame_ms"] * 1e-3,
+        t_max=settings.get("tmax_ms", 1.0) * 1e-3,
+        t_c=settings.get("ladder_pulse_ms", 4.0) * 1e-3,
+    )
     h_a = np.zeros((x.shape[1], d), dtype=np.int64)
     h_g = np.zeros_like(h_a)
     rows, wall, energy = [], 0.0, {}
@@ -338,6 +342,7 @@ def analog_eval(
     ladder_group: int = 8,
     ladder_init: str = "nodeset",
     ladder_dpi: str = "p",
+    ladder_pulse_ms: float = 4.0,
 ) -> dict:
     """Run ``sequences`` test sequences of a trained BMRU or native CMRU bundle in ngspice; the summary dict.
 
@@ -356,6 +361,11 @@ def analog_eval(
 
     ``ladder_dpi``: the DPI between a ladder's stages: ``p`` the first one, ``n`` the kappa-matched
     ``dpi_n`` (tau within 6.8 % at every corner) with its own calibrated window shift.
+
+    ``ladder_pulse_ms``: how long each step's candidate pulse lasts (4 ms by default). A stage switches
+    in ``C dV / overdrive``, about 4.6 ms for a reset 5 pA beyond its threshold, so a 4 ms pulse
+    misses updates within a few pA; 8 ms resolved the JapaneseVowels misses at 2.4 and 4.7 pA and
+    still adds exactly one alpha per update (the next stage follows only after ~13 ms).
 
     ``tmax_ms``: ngspice's largest time step in the ladders' transient (1 ms by default; the ladder
     rests between steps, and 5 ms with ``reltol`` 1e-3 gave the same counts about 6x faster).
@@ -417,14 +427,23 @@ def analog_eval(
         settings["ladder_circuit"] = LADDER_CIRCUIT
         if not 0.1 <= tmax_ms <= 20.0:
             raise CodesignError(f"--tmax-ms must be between 0.1 and 20 ms, not {tmax_ms:g}")
+        if not 1.0 <= ladder_pulse_ms <= 10.0:
+            raise CodesignError(
+                f"--ladder-pulse-ms must be between 1 and 10 ms (a longer pulse lets the next stage follow), "
+                f"not {ladder_pulse_ms:g}"
+            )
+        if ladder_pulse_ms != 4.0:  # the older caches keep their keys
+            settings["ladder_pulse_ms"] = float(ladder_pulse_ms)
         if ladder_dpi not in ("p", "n"):
             raise CodesignError(f"--ladder-dpi must be p or n, not {ladder_dpi!r}")
         if ladder_dpi != "p":  # the older caches keep their keys
             settings["ladder_dpi"] = ladder_dpi
         if tmax_ms != 1.0:  # the older caches keep their keys
             settings["tmax_ms"] = float(tmax_ms)
-    elif tmax_ms != 1.0 or ladder_dpi != "p":
-        raise CodesignError("--tmax-ms and --ladder-dpi apply to native CMRU ladders (cmru eps 1) only")
+    elif tmax_ms != 1.0 or ladder_dpi != "p" or ladder_pulse_ms != 4.0:
+        raise CodesignError(
+            "--tmax-ms, --ladder-dpi and --ladder-pulse-ms apply to native CMRU ladders (cmru eps 1) only"
+        )
     # the pre-scale-option cache keys stay valid for the defaults they were made with
     if scale != "neuron":
         settings["scale"] = scale
@@ -586,6 +605,7 @@ def _summarize(bundle: Bundle, xq, y, records: list[dict], gold, settings: dict)
         out["ladder_spare"] = settings["ladder_spare"]
         out["tmax_ms"] = settings.get("tmax_ms", 1.0)
         out["ladder_dpi"] = settings.get("ladder_dpi", "p")
+        out["ladder_pulse_ms"] = settings.get("ladder_pulse_ms", 4.0)
         out["ladder_stages_mean"] = float(np.mean([sum(r["ladder_stages"]) for r in records]))
         out["ladder_stages_note"] = (
             "every neuron's ladder spans the golden count's range over its sequence plus ladder_spare "

@@ -1,7 +1,7 @@
 """Time one ladder deck of a CMRU bundle under deck variants (issue 21, fifth session).
 
 PYTHONPATH=. python analog/report/eval/ladder_bench.py BUNDLE SEQ NEURONS STEPS VARIANT...
-VARIANT: base, or comma-separated key=value of tmax (s), reltol, frame (s), dpi (p|n), rows (print rows).
+VARIANT: base, or comma-separated key=value of tmax (s), reltol, frame (s), tc (candidate pulse, s), dpi (p|n), rows.
 """
 
 import json
@@ -25,7 +25,9 @@ rng = ladder_ranges(view, xq[seq : seq + 1], 1)
 x = xq[seq : seq + 1, :steps]
 for var in sys.argv[5:]:
     kw = dict(v.split("=") for v in var.split(",")) if var != "base" else {}
-    t = LadderTiming(t_step=float(kw.get("frame", 60e-3)), t_max=float(kw.get("tmax", 1e-3)))
+    t = LadderTiming(
+        t_step=float(kw.get("frame", 60e-3)), t_max=float(kw.get("tmax", 1e-3)), t_c=float(kw.get("tc", 4e-3))
+    )
     rel = float(kw.get("reltol", 1e-4))
     tr = run_ladder_trace(
         view,
