@@ -109,3 +109,34 @@ def test_normalised_mapping_survives_an_input_gain_error_the_neuron_scale_does_n
     normalised = behavioural_states(b, x, map_bundle(b, x, normalise=True), err)
     assert np.array_equal(behavioural_states(b, x, map_bundle(b, x, normalise=True)), golden)
     assert (normalised == golden).mean() > (per_neuron == golden).mean()
+
+
+def test_neuron_common_error_is_shared_by_both_cores_and_leaves_the_core_draws() -> None:
+    """sigma_neuron (fitted to ngspice draws of a whole layer): each neuron's up and down errors get
+    one term shared by the pair's two cores; the per-core draws of a chip stay what they were."""
+    base = draw_errors(SKY130_TT, 50_000, seed=3)
+    common = draw_errors(SKY130_TT.with_neuron(0.07), 50_000, seed=3)
+    assert np.array_equal(base[:, 0], common[:, 0])  # input mirrors: per core only
+    shared = common[:, 1:] - base[:, 1:]
+    assert np.allclose(shared[0], shared[1], atol=1e-12) and abs(shared.std() - 0.07) < 0.002
+    assert SKY130_TT.scaled(2).with_neuron(0.01).sigma_neuron == 0.01
+    assert SKY130_TT.with_neuron(0.07).scaled(2).sigma_neuron == pytest.approx(0.14)
+
+
+def test_fit_neuron_sigma_finds_the_agreement_of_the_ngspice_draws(tmp_path) -> None:
+    """Without per-core errors and at sigma_neuron 0 the model is golden (agreement 1): a target of
+    1 fits sigma 0; a lower target needs a larger common error, and the fit is the grid's nearest."""
+    from codesign.analog.mismatch import fit_neuron_sigma
+    from codesign.bundle.random import make_random_network_bundle
+
+    b = make_random_network_bundle(
+        str(tmp_path / "b"), seed=2, inputs=3, layers=[{"cell": "bmru", "size": 4}], classes=2
+    )
+    xq = np.stack(random_integer_inputs(b, sequences=6, steps=15, seed=1, density=0.8))
+    y = np.zeros(len(xq), dtype=np.int64)
+    grid = (0.0, 0.05, 0.2)
+    sigma, rows = fit_neuron_sigma(b, xq, y, [0, 1, 2], 1.0, draws=4, grid=grid, mm=Mismatch())
+    assert sigma == 0.0 and rows[0]["state_agreement_mean"] == 1.0
+    low = rows[-1]["state_agreement_mean"]
+    assert low < 1.0
+    assert fit_neuron_sigma(b, xq, y, [0, 1, 2], low, draws=4, grid=grid, mm=Mismatch())[0] == 0.2

@@ -87,9 +87,13 @@ def _cmru_bundle(tmp_path: Path) -> Path:
 
 
 @pytest.mark.slow
-def test_native_cmru_ladders_run_a_trained_layer_like_golden(tmp_path) -> None:
+@pytest.mark.parametrize("ladder_dpi, tmax_ms", [("p", 1.0), ("n", 5.0)])
+def test_native_cmru_ladders_run_a_trained_layer_like_golden(tmp_path, ladder_dpi, tmax_ms) -> None:
     """eps 1: one ladder per neuron, started at its reset state from the operating point; every
-    neuron-step's count of alphas equals the golden state, and the readout is the golden one."""
+    neuron-step's count of alphas equals the golden state, and the readout is the golden one. Also
+    with the kappa-matched dpi_n between the stages and ngspice's time step up to 5 ms (the cheap
+    deck the JapaneseVowels d = 8 run uses); the step-level ladder model fitted on the run is the
+    integer model (no update went missing)."""
     if shutil.which("ngspice") is None:
         pytest.fail("ngspice is not installed (make setup installs it)")
     from codesign.analog.checks import ladder_ranges
@@ -100,8 +104,14 @@ def test_native_cmru_ladders_run_a_trained_layer_like_golden(tmp_path) -> None:
     bundle = load_bundle(path)
     xq, _ = test_set(bundle)
     assert ladder_ranges(_layer_view(bundle), xq[:1]) == [(3, 4), (1, 7)]
-    summary = analog_eval(path, 1, cache=tmp_path / "cache", reltol=1e-3)
+    summary = analog_eval(
+        path, 1, cache=tmp_path / "cache", reltol=1e-3, tmax_ms=tmax_ms, ladder_dpi=ladder_dpi
+    )
     assert summary["cell"] == "native CMRU ladder (eps 1)" and summary["frame_ms"] == 60.0
+    assert summary["ladder_dpi"] == ladder_dpi and summary["tmax_ms"] == tmax_ms
+    model = summary["ladder_model"]
+    assert model["offsets_pa"] == {"delta_up": 0.0, "delta_down": 0.0}
+    assert model["in_sample"]["count_agreement_with_spice"] == 1.0
     assert summary["state_agreement"] == 1.0 and summary["root_errors"] == 0
     assert summary["class_agreement"] == 1.0
     assert summary["ladder_stages_mean"] == 11 and summary["worst_level_error_rel_alpha"] < 0.1
@@ -128,6 +138,16 @@ def test_bundles_it_cannot_run_are_refused(tmp_path) -> None:
         analog_eval(tmp_path / "neg", 1)
     with pytest.raises(CodesignError, match="--mc runs BMRU layers"):
         analog_eval(_cmru_bundle(tmp_path), 1, mc=2)
+    with pytest.raises(
+        CodesignError, match="--tmax-ms, --ladder-dpi and --ladder-pulse-ms apply to native CMRU"
+    ):
+        analog_eval(_bundle(tmp_path / "t"), 1, tmax_ms=5.0)
+    with pytest.raises(CodesignError, match="--ladder-dpi must be p or n, not 'x'"):
+        analog_eval(_cmru_bundle(tmp_path / "d"), 1, ladder_dpi="x")
+    with pytest.raises(CodesignError, match="--ladder-pulse-ms must be between 1 and 10 ms"):
+        analog_eval(_cmru_bundle(tmp_path / "f"), 1, ladder_pulse_ms=12.0)
+    with pytest.raises(CodesignError, match="--tmax-ms must be between"):
+        analog_eval(_cmru_bundle(tmp_path / "e"), 1, tmax_ms=50.0)
     with pytest.raises(CodesignError, match="provenance names no task"):
         analog_eval(make_random_network_bundle(str(tmp_path / "r"), seed=1, inputs=3, layers=[{"cell": "bmru", "size": 2}], classes=2).path, 1)  # fmt: skip
 

@@ -316,6 +316,29 @@ def test_ladder_window_shift_is_trimmed_like_the_thresholds(tmp_path):
             assert f"I_SHIFT={cells.fmt(ladder_shift(m.i_alpha))}" in text
 
 
+def test_ladders_with_dpi_n_use_it_between_every_stage_with_their_own_shift(tmp_path):
+    """``dpi_n`` (kappa-matched) in a ladder: every stage's DPI is a dpi_n biased from nFET diodes,
+    the subcircuit is named ``..._n`` so both kinds can share a deck, and its stages >= 2 shift
+    their down and up thresholds by their own calibrated gains."""
+    from codesign.analog.cells import DPI_N, cmru_ladder
+    from codesign.analog.mapping import LADDER_SHIFT_GAINS, THRESHOLD_TRIM, ladder_shift
+    from codesign.analog.netlist import neuron_subckt
+
+    text = cmru_ladder(3, DPI_N, dynamic=True)
+    assert ".subckt cmru_native_3_dyn_n " in text and text.count(" dpi_n C=") == 3
+    assert " dpi C=" not in text and "XMb6 vbtau vbtau 0 0" in text and "Ib6 vddb vbtau" in text
+    assert f"I_TAU={cells.fmt(DPI_N.i_tau)}" in text
+    assert cmru_ladder(3).count(" dpi C=") == 3 and "_n " not in cmru_ladder(3)
+    g_d, g_u = LADDER_SHIFT_GAINS["n"]
+    assert ladder_shift(0.5e-9, "n", "down") == pytest.approx(0.5e-9 * g_d / THRESHOLD_TRIM)
+    assert ladder_shift(0.5e-9, "n", "up") == pytest.approx(0.5e-9 * g_u / THRESHOLD_TRIM)
+    assert ladder_shift(0.5e-9, "p", "up") == ladder_shift(0.5e-9, "p", "down") == ladder_shift(0.5e-9)
+    c = make_random_bundle(str(tmp_path / "c"), seed=0, d=2, inputs=2, classes=2, cell="cmru", eps=1)
+    for m in map_bundle(c):
+        sub = neuron_subckt(m, native_stages=4, dpi_kind="n")
+        assert ("cmru_native_4_n" if m.fixed_threshold else "cmru_native_4_dyn_n") in sub
+
+
 def test_ladder_ranges_cover_the_golden_count_with_spare_stages(tmp_path):
     from codesign.analog.checks import ladder_ranges
 

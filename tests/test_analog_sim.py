@@ -166,3 +166,17 @@ def test_ladder_stage_two_switches_where_stage_one_does(ctx):
     assert abs(cal["down2_offset_pA"] - cal["down1_offset_pA"]) < 3.0
     nominal = checks.measure_ladder_thresholds(ctx, shift_gain=1.0)
     assert nominal["up2_offset_pA"] - nominal["up1_offset_pA"] > 6.0
+
+
+@pytest.mark.slow
+def test_ladder_with_dpi_n_stage_two_switches_where_stage_one_does(ctx):
+    """The kappa-matched dpi_n between the stages delivers 0.9915 / 0.976 of I_alpha at stage 2's
+    down / up thresholds: at gain 1 stage 2 sat 4.3 / 12.0 pA above stage 1; with the calibrated
+    gains (one per threshold) within 1 pA."""
+    from codesign.analog.cells import DPI_N
+
+    cal = checks.measure_ladder_thresholds(ctx, dpi=DPI_N)
+    assert abs(cal["up2_offset_pA"] - cal["up1_offset_pA"]) < 1.0
+    assert abs(cal["down2_offset_pA"] - cal["down1_offset_pA"]) < 1.0
+    nominal = checks.measure_ladder_thresholds(ctx, shift_gain=1.0, dpi=DPI_N)
+    assert nominal["up2_offset_pA"] - nominal["up1_offset_pA"] > 8.0

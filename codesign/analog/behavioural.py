@@ -49,6 +49,11 @@ class Mismatch:
     sigma_in: float = 0.0
     sigma_up: float = 0.0
     sigma_down: float = 0.0
+    sigma_neuron: float = 0.0
+    """Relative error of each neuron's own threshold DAC (its up and down bias diodes, one error
+    each), common to both cores of a pair: the term the per-core errors leave out. 0 in the
+    cell-level statistics; fitted to the ngspice Monte Carlo draws of a whole layer
+    (:func:`codesign.analog.mismatch.fit_neuron_sigma`)."""
 
     @classmethod
     def from_threshold_stats(cls, sigma_up: float, sigma_down: float, rho: float) -> Mismatch:
@@ -64,14 +69,27 @@ class Mismatch:
         )
 
     def scaled(self, factor: float) -> Mismatch:
-        return Mismatch(self.sigma_in * factor, self.sigma_up * factor, self.sigma_down * factor)
+        return Mismatch(
+            self.sigma_in * factor,
+            self.sigma_up * factor,
+            self.sigma_down * factor,
+            self.sigma_neuron * factor,
+        )
+
+    def with_neuron(self, sigma_neuron: float) -> Mismatch:
+        """The same per-core errors with a neuron-common threshold error of ``sigma_neuron``."""
+        return Mismatch(self.sigma_in, self.sigma_up, self.sigma_down, sigma_neuron)
 
 
 def draw_errors(mm: Mismatch, d: int, seed: int, cores: int = 2) -> np.ndarray:
-    """Gain errors ``(cores, 3, d)``: [input, up, down] of every core of every neuron, for chip ``seed``."""
+    """Gain errors ``(cores, 3, d)``: [input, up, down] of every core of every neuron, for chip ``seed``
+    (with ``sigma_neuron``, each neuron's up and down errors also carry one term common to its cores)."""
     rng = np.random.default_rng(seed)
     sig = np.array([mm.sigma_in, mm.sigma_up, mm.sigma_down])[None, :, None]
-    return rng.standard_normal((cores, 3, d)) * sig
+    err = rng.standard_normal((cores, 3, d)) * sig  # drawn first: draws without the common term stay
+    if mm.sigma_neuron:
+        err[:, 1:] += rng.standard_normal((1, 2, d)) * mm.sigma_neuron  # up, down: shared by the cores
+    return err
 
 
 def behavioural_states(

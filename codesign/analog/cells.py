@@ -326,10 +326,12 @@ def cmru_ladder(
     pull ``I_down(t)``, ``I_up(t)``, ``I_down(t) + I_SHIFT``, ``I_up(t) + I_SHIFT`` out of them).
     ``I_SHIFT``: the window shift of stages >= 2, one state unit as their threshold sources copy it
     (:func:`codesign.analog.mapping.ladder_shift`; 0.5 nA by default, the untrimmed ``I_ALPHA``).
+    ``dpi``: the DPI between the stages and its settings; ``kind="n"`` (:data:`DPI_N`) puts the
+    kappa-matched ``dpi_n`` there, biased from nFET diodes, and names the subcircuit ``..._n``.
     """
     if stages < 1:
         raise ValueError("a CMRU ladder needs at least one stage")
-    name = name or f"cmru_native_{stages}" + ("_dyn" if dynamic else "")
+    name = name or f"cmru_native_{stages}" + ("_dyn" if dynamic else "") + ("_n" if dpi.kind == "n" else "")
     ports = "in out vdd vddb" + (" vbd1 vbu1 vbd2 vbu2" if dynamic else "")
     thr = "" if dynamic else "I_DOWN=0.15n I_UP=0.35n I_SHIFT=0.5n "
     lines = [
@@ -362,13 +364,22 @@ def cmru_ladder(
             "Xb3 vbh vddb pbias",
             "Ib3 vbh 0 DC {I_UP-I_DOWN}",
         ]
+    lines += ["Xb5 vba vddb pbias", "Ib5 vba 0 DC {I_ALPHA}"]
+    if dpi.kind == "n":  # the kappa-matched DPI takes its references from nFET diodes
+        lines += [
+            f"XMb6 vbtau vbtau 0 0 {NFET} {SRC}",
+            "Ib6 vddb vbtau DC {I_TAU}",
+            f"XMb7 vbth vbth 0 0 {NFET} {SRC}",
+            "Ib7 vddb vbth DC {I_TH}",
+        ]
+    else:
+        lines += [
+            "Xb6 vbtau vddb pbias",
+            "Ib6 vbtau 0 DC {I_TAU}",
+            "Xb7 vbth vddb pbias",
+            "Ib7 vbth 0 DC {I_TH}",
+        ]
     lines += [
-        "Xb5 vba vddb pbias",
-        "Ib5 vba 0 DC {I_ALPHA}",
-        "Xb6 vbtau vddb pbias",
-        "Ib6 vbtau 0 DC {I_TAU}",
-        "Xb7 vbth vddb pbias",
-        "Ib7 vbth 0 DC {I_TH}",
         "Xb8 vbfl vddb pbias",
         "Ib8 vbfl 0 DC {I_FLOOR}",
         "* input distribution: nFET diode -> cascoded nFET copy -> pFET diode -> one pFET copy per stage",
@@ -391,7 +402,7 @@ def cmru_ladder(
             f"Xs{k} s{k} out x{k} vdd {core}",
             f"Xt{k} d{k} x{k} vdd vba bmru_tap",
             f"Xf{k} d{k} vbfl vdd pcopy",
-            f"Xd{k} d{k} {down} {up} vdd vbtau vbth dpi C={{C}}",
+            f"Xd{k} d{k} {down} {up} vdd vbtau vbth {'dpi_n' if dpi.kind == 'n' else 'dpi'} C={{C}}",
         ]
     lines.append(f".ends {name}")
     return "\n".join(lines) + "\n"

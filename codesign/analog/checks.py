@@ -397,7 +397,11 @@ def dpi_corners(ctx: Ctx, *, quick: bool = True, corners: tuple[str, ...] = CORN
 
 # ------------------------------------------------------------------------------------------ ladder
 def measure_ladder_thresholds(
-    ctx: Ctx | None = None, *, shift_gain: float | None = None, ramp_s: float = 0.3
+    ctx: Ctx | None = None,
+    *,
+    shift_gain: float | None = None,
+    ramp_s: float = 0.3,
+    dpi: cells.DpiParams = cells.DpiParams(),
 ) -> dict[str, float]:
     """Static thresholds of native CMRU stages 1 and 2 (a 3-stage dynamic ladder at the widest
     window 0.15 / 0.35 nA): offsets (pA) of the input current where the count leaves its start.
@@ -405,17 +409,18 @@ def measure_ladder_thresholds(
     Four ladders start from the operating point at 0, 1, 1 and 2 stages on; their input ramps
     slowly (0.15 nA over ``ramp_s``) up from the centre (``up1``: stage 1 sets, ``up2``: stage 2)
     or down (``down1``: stage 1 resets, ``down2``: stage 2). Stage 2 sees ``I_in + D_1`` against a
-    window shifted by ``ladder_shift`` (times ``shift_gain``: default the calibrated
-    :data:`codesign.analog.mapping.LADDER_SHIFT_GAIN`); its offsets should equal stage 1's (the
+    window shifted by ``I_alpha G / THRESHOLD_TRIM`` (``G``: ``shift_gain`` on both thresholds, by
+    default the calibrated :data:`codesign.analog.mapping.LADDER_SHIFT_GAINS` of the ``dpi`` kind,
+    down and up); its offsets should equal stage 1's (the
     ramp lags both alike, about +1 / -3 pA).
     """
-    from codesign.analog.mapping import LADDER_SHIFT_GAIN, THRESHOLD_TRIM
+    from codesign.analog.mapping import LADDER_SHIFT_GAINS, THRESHOLD_TRIM
 
     ctx = ctx or Ctx()
-    g = LADDER_SHIFT_GAIN if shift_gain is None else shift_gain
+    g_d, g_u = LADDER_SHIFT_GAINS[dpi.kind] if shift_gain is None else (shift_gain, shift_gain)
     a_ = 0.5 * NA
     dn, up = 0.15 * NA / THRESHOLD_TRIM, 0.35 * NA / THRESHOLD_TRIM
-    sh = ladder_shift(a_) * g / LADDER_SHIFT_GAIN
+    lad = "cmru_native_3_dyn" + ("_n" if dpi.kind == "n" else "")
     t0 = 0.02
     cases = {
         "up1": (0, 0.25 * NA, 0.40 * NA),
@@ -426,11 +431,11 @@ def measure_ladder_thresholds(
     body, nodes = [], []
     for nm, (n0, lo, hi) in cases.items():
         body += [
-            f"Xl{nm} in{nm} out{nm} vdd vddb bd1{nm} bu1{nm} bd2{nm} bu2{nm} cmru_native_3_dyn I_ALPHA={fmt(a_)}",
+            f"Xl{nm} in{nm} out{nm} vdd vddb bd1{nm} bu1{nm} bd2{nm} bu2{nm} {lad} I_ALPHA={fmt(a_)}",
             f"Ib1{nm} bd1{nm} 0 DC {fmt(dn)}",
             f"Ib2{nm} bu1{nm} 0 DC {fmt(up)}",
-            f"Ib3{nm} bd2{nm} 0 DC {fmt(dn + sh)}",
-            f"Ib4{nm} bu2{nm} 0 DC {fmt(up + sh)}",
+            f"Ib3{nm} bd2{nm} 0 DC {fmt(dn + a_ * g_d / THRESHOLD_TRIM)}",
+            f"Ib4{nm} bu2{nm} 0 DC {fmt(up + a_ * g_u / THRESHOLD_TRIM)}",
             f"Iin{nm} vsrc in{nm} PWL(0 {fmt(lo)} {t0:g} {fmt(lo)} {t0 + ramp_s:.6g} {fmt(hi)})",
             f"Vo{nm} out{nm} 0 {VOUT:g}",
         ]
@@ -438,7 +443,7 @@ def measure_ladder_thresholds(
             on = k <= n0
             nodes.append(
                 f"v(xl{nm}.x{k})={0 if on else VDD:g} v(xl{nm}.xs{k}.y)={VDD if on else 0:g}"
-                + ("" if on else f" v(xl{nm}.xd{k}.vc)=1.79")
+                + ("" if on or dpi.kind == "n" else f" v(xl{nm}.xd{k}.vc)=1.79")
             )
     body.append(".nodeset " + " ".join(nodes))
     stop = t0 + ramp_s
@@ -446,7 +451,7 @@ def measure_ladder_thresholds(
         "native CMRU stage thresholds",
         ctx,
         "\n".join(body) + "\n",
-        extra_lib="\n" + cells.cmru_ladder(3, dynamic=True),
+        extra_lib="\n" + cells.cmru_ladder(3, dpi, dynamic=True),
     ) + control_block([(f"tran 0.2m {stop:.6g}", "tran", [f"i(vo{nm})" for nm in cases])])
     tab = ctx.run(deck, "ladder_thresholds", ["tran"], tran_stop={"tran": stop})["tran"]
     t = tab["scale"]
@@ -816,6 +821,7 @@ def run_ladder_trace(
     reltol: float | None = None,
     mc_seed: int | None = None,
     init: str = "pulses",
+    dpi: cells.DpiParams = cells.DpiParams(),
 ) -> LadderTraceResult:
     """Native CMRU neurons (cmru eps 1) driven by one test sequence; stage counts vs the golden model.
 
@@ -832,7 +838,9 @@ def run_ladder_trace(
     one init frame each (60 ms) before the first step; ``nodeset`` starts the transient from the
     operating point with stages ``1..n0`` on (a ``.nodeset`` of every stage's ``x`` and ``y``; the
     DPIs find their own level), which saves the preamble's simulated time. Either way the count
-    read just before the first step is checked (``init_count_ok`` of every row).
+    read just before the first step is checked (``init_count_ok`` of every row). ``dpi``: the DPI
+    between the stages (:data:`codesign.analog.cells.DPI_N`: the kappa-matched one, with its own
+    calibrated window shift, :data:`codesign.analog.mapping.LADDER_SHIFT_GAINS`).
     """
     if init not in ("pulses", "nodeset"):
         raise CodesignError(f"ladder init must be pulses or nodeset, not {init!r}")
@@ -879,13 +887,17 @@ def run_ladder_trace(
     if np.any((gold.states[0] != alpha * (raw - n0_all)) & unsaturated):
         raise AssertionError("golden states disagree with the update count: a bug")
     lengths = sorted({int(st_all[i]) for i in neurons})
-    lib = "\n" + "\n".join(cells.cmru_ladder(n) + "\n" + cells.cmru_ladder(n, dynamic=True) for n in lengths)
+    lib = "\n" + "\n".join(
+        cells.cmru_ladder(n, dpi) + "\n" + cells.cmru_ladder(n, dpi, dynamic=True) for n in lengths
+    )
     body, subckts, drives, nodesets = [], [], [], []
     dc, db = (c1, b1) if drive_accs is None else (np.asarray(drive_accs[0]), np.asarray(drive_accs[1]))
     for i in neurons:
         nm = maps[i]
         n_i = int(st_all[i])
-        subckts.append(neuron_subckt(nm, bundle_name=bundle.manifest.name, native_stages=n_i))
+        subckts.append(
+            neuron_subckt(nm, bundle_name=bundle.manifest.name, native_stages=n_i, dpi_kind=dpi.kind)
+        )
         pulses = int(n0_all[i]) if init == "pulses" else 0
         dr = ladder_drive(nm, dc[:, i], db[:, i], pulses, timing, pre_pulses=n0, hold=init == "nodeset")
         drives.append(dr)
@@ -896,15 +908,16 @@ def run_ladder_trace(
             body.append(f"Xn{i} in{i} out{i} vdd vddb vbd{i} vbu{i} vbdb{i} vbub{i} {n}")
             body.append(f"Ithd{i} vbd{i} 0 {cells.pwl(dr.t_down, dr.i_down)}")
             body.append(f"Ithu{i} vbu{i} 0 {cells.pwl(dr.t_up, dr.i_up)}")
-            shift = ladder_shift(nm.i_alpha)
-            body.append(f"Ithdb{i} vbdb{i} 0 {cells.pwl(dr.t_down, [v + shift for v in dr.i_down])}")
-            body.append(f"Ithub{i} vbub{i} 0 {cells.pwl(dr.t_up, [v + shift for v in dr.i_up])}")
+            sh_d, sh_u = (ladder_shift(nm.i_alpha, dpi.kind, side) for side in ("down", "up"))
+            body.append(f"Ithdb{i} vbdb{i} 0 {cells.pwl(dr.t_down, [v + sh_d for v in dr.i_down])}")
+            body.append(f"Ithub{i} vbub{i} 0 {cells.pwl(dr.t_up, [v + sh_u for v in dr.i_up])}")
         body.append(f"Iin{i} vsrc in{i} {cells.pwl(dr.t_in, dr.i_in)}")
         body.append(f"Vo{i} out{i} 0 {VOUT:g}")
         on = int(n0_all[i]) if init == "nodeset" else 0
         nodesets += [f"v(xn{i}.xl.x{k})=0 v(xn{i}.xl.xs{k}.y)=1.8" for k in range(1, on + 1)]
+        off_dpi = "" if dpi.kind == "n" else "v(xn{i}.xl.xd{k}.vc)=1.79 "  # dpi_n: vc low when off
         nodesets += [
-            f"v(xn{i}.xl.xd{k}.vc)=1.79 v(xn{i}.xl.x{k})=1.8 v(xn{i}.xl.xs{k}.y)=0"
+            off_dpi.format(i=i, k=k) + f"v(xn{i}.xl.x{k})=1.8 v(xn{i}.xl.xs{k}.y)=0"
             for k in range(on + 1, n_i + 1)
         ]
     body.append(".nodeset " + " ".join(nodesets))
@@ -917,7 +930,7 @@ def run_ladder_trace(
         extra_lib=lib + "\n".join(subckts),
         mc_seed=mc_seed,
         reltol=reltol,
-    ) + control_block([(f"tran 1m {stop:.6g}", "tran", vecs)])
+    ) + control_block([(f"tran {timing.t_max:.6g} {stop:.6g}", "tran", vecs)])
     res = ctx.run(
         deck,
         name,

@@ -184,6 +184,13 @@ def analog_eval_command(
         ),
     ] = "step",
     reltol: Annotated[float, typer.Option(help="ngspice relative tolerance")] = 1e-4,
+    tmax_ms: Annotated[
+        float,
+        typer.Option(
+            help="native CMRU (eps 1): ngspice's largest time step (ms); with --reltol 1e-3, 5 ms runs a "
+            "ladder deck about 6x faster with the same counts (analog/report/eval/README.md)"
+        ),
+    ] = 1.0,
     synapses: Annotated[
         str,
         typer.Option(
@@ -212,6 +219,20 @@ def analog_eval_command(
             "or with n0 set pulses (pulses)"
         ),
     ] = "nodeset",
+    ladder_dpi: Annotated[
+        str,
+        typer.Option(
+            help="native CMRU (eps 1): the DPI between the stages, p (the first) or n (the kappa-matched "
+            "dpi_n, tau within 6.8 % at every corner)"
+        ),
+    ] = "p",
+    ladder_pulse_ms: Annotated[
+        float,
+        typer.Option(
+            help="native CMRU (eps 1): each step's candidate pulse (ms); 8 resolves updates a few pA "
+            "beyond a threshold that 4 (the default) misses"
+        ),
+    ] = 4.0,
 ) -> None:
     """Run a trained bundle's test sequences through the layer netlist in ngspice, readout digital; accuracy, state agreement and energy beside the golden model."""
     from rich.progress import Progress
@@ -242,12 +263,15 @@ def analog_eval_command(
             mc_sequences=mc_sequences,
             scale=scale,
             reltol=reltol,
+            tmax_ms=tmax_ms,
             synapses=synapses,
             synapse_ix_fa=synapse_ix_fa,
             synapse_trim=synapse_trim,
             ladder_spare=ladder_spare,
             ladder_group=ladder_group,
             ladder_init=ladder_init,
+            ladder_dpi=ladder_dpi,
+            ladder_pulse_ms=ladder_pulse_ms,
         )
     typer.echo(
         f"{summary['bundle']} ({summary['sequences']} sequences, {corner}): analog accuracy "

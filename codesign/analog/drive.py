@@ -118,6 +118,9 @@ class LadderTiming:
     t_ramp: float = 20e-6
     t_init_pulse: float = 5e-3
     t_init_gap: float = 55e-3
+    t_max: float = 1e-3
+    """ngspice's largest time step (the ``tran`` step): 1 ms resolves every settling the checks
+    measured; a longer one lets the solver stride through the rests between steps."""
 
     def pre(self, n0: int) -> float:
         return 5e-3 + n0 * (self.t_init_pulse + self.t_init_gap)

@@ -12,7 +12,9 @@ the supply currents, the frame time, and the smallest current margins met.
 ``synapses="circuit"`` drives the cells with the sums of the bundle's synapse arrays simulated in
 ngspice (:mod:`codesign.analog.synapse_sim`) instead of the exact integers; the stage that turns
 those sums into the cells' candidate and threshold currents (scale, centre, the per-step division
-of the step mapping) is still an ideal source. Not done yet (issue 21): native CMRU ladders (eps = 1). ``mc`` adds the behavioural Monte Carlo of
+of the step mapping) is still an ideal source. A cmru eps 1 layer runs as native CMRU ladders
+(:func:`_run_ladder_sequence`), and the step-level ladder model of
+:mod:`codesign.analog.ladder_model`, fitted on those runs, covers the whole test set. ``mc`` adds the behavioural Monte Carlo of
 :mod:`codesign.analog.mismatch` over the whole test set and, with ``mc_spice``, ngspice Monte Carlo
 draws on a subset to check it.
 
@@ -211,7 +213,11 @@ def _run_ladder_sequence(view: Bundle, xq: np.ndarray, n: int, settings: dict, c
         drive, syn = _array_drive(view, xq[n], cache, settings)
     d = len(maps)
     group = settings["ladder_group"]
-    timing = LadderTiming(t_step=settings["frame_ms"] * 1e-3)
+    timing = LadderTiming(
+        t_step=settings["frame_ms"] * 1e-3,
+        t_max=settings.get("tmax_ms", 1.0) * 1e-3,
+        t_c=settings.get("ladder_pulse_ms", 4.0) * 1e-3,
+    )
     h_a = np.zeros((x.shape[1], d), dtype=np.int64)
     h_g = np.zeros_like(h_a)
     rows, wall, energy = [], 0.0, {}
@@ -262,6 +268,7 @@ def _run_ladder_sequence(view: Bundle, xq: np.ndarray, n: int, settings: dict, c
 
 def _ladder_deck(view, x, settings, maps, neurons, ranges, drive, timing, name) -> dict:
     """One ngspice deck of ladders: the analog and golden counts (state units), rows and power."""
+    from codesign.analog.cells import DPI_N, DpiParams
     from codesign.analog.checks import Ctx, run_ladder_trace
 
     tr = run_ladder_trace(
@@ -277,6 +284,7 @@ def _ladder_deck(view, x, settings, maps, neurons, ranges, drive, timing, name) 
         reltol=settings.get("reltol"),
         mc_seed=settings.get("mc_seed"),
         init=settings["ladder_init"],
+        dpi=DPI_N if settings.get("ladder_dpi", "p") == "n" else DpiParams(),
     )
     return {
         "h_analog": tr.h_analog.tolist(),
@@ -329,12 +337,15 @@ def analog_eval(
     mc_sequences: int = 2,
     scale: str = "step",
     reltol: float = 1e-4,
+    tmax_ms: float = 1.0,
     synapses: str = "ideal",
     synapse_ix_fa: float = 1000.0,
     synapse_trim: str = "offset",
     ladder_spare: int = 1,
     ladder_group: int = 8,
     ladder_init: str = "nodeset",
+    ladder_dpi: str = "p",
+    ladder_pulse_ms: float = 4.0,
 ) -> dict:
     """Run ``sequences`` test sequences of a trained BMRU or native CMRU bundle in ngspice; the summary dict.
 
@@ -350,6 +361,17 @@ def analog_eval(
     model's 0 start state (:func:`codesign.analog.netlist.neuron_subckt`); ``single`` is one cell
     per neuron, which starts at ``-alpha``. ``frame_ms``: the time one step gets (the cells switch in
     ``C dV / overdrive``: a longer frame resolves smaller margins).
+
+    ``ladder_dpi``: the DPI between a ladder's stages: ``p`` the first one, ``n`` the kappa-matched
+    ``dpi_n`` (tau within 6.8 % at every corner) with its own calibrated window shift.
+
+    ``ladder_pulse_ms``: how long each step's candidate pulse lasts (4 ms by default). A stage switches
+    in ``C dV / overdrive``, about 4.6 ms for a reset 5 pA beyond its threshold, so a 4 ms pulse
+    misses updates within a few pA; 8 ms resolved the JapaneseVowels misses at 2.4 and 4.7 pA and
+    still adds exactly one alpha per update (the next stage follows only after ~13 ms).
+
+    ``tmax_ms``: ngspice's largest time step in the ladders' transient (1 ms by default; the ladder
+    rests between steps, and 5 ms with ``reltol`` 1e-3 gave the same counts about 6x faster).
 
     ``scale``: ``step`` normalises every step's window (:attr:`codesign.analog.mapping.NeuronMap.normalised`:
     margins ``H ||c| - |b|| / |b|``); ``neuron`` gives each neuron one scale from the largest ``|b|``
@@ -411,6 +433,25 @@ def analog_eval(
         settings["ladder_group"] = int(ladder_group)
         settings["ladder_init"] = ladder_init
         settings["ladder_circuit"] = LADDER_CIRCUIT
+        if not 0.1 <= tmax_ms <= 20.0:
+            raise CodesignError(f"--tmax-ms must be between 0.1 and 20 ms, not {tmax_ms:g}")
+        if not 1.0 <= ladder_pulse_ms <= 10.0:
+            raise CodesignError(
+                f"--ladder-pulse-ms must be between 1 and 10 ms (a longer pulse lets the next stage follow), "
+                f"not {ladder_pulse_ms:g}"
+            )
+        if ladder_pulse_ms != 4.0:  # the older caches keep their keys
+            settings["ladder_pulse_ms"] = float(ladder_pulse_ms)
+        if ladder_dpi not in ("p", "n"):
+            raise CodesignError(f"--ladder-dpi must be p or n, not {ladder_dpi!r}")
+        if ladder_dpi != "p":  # the older caches keep their keys
+            settings["ladder_dpi"] = ladder_dpi
+        if tmax_ms != 1.0:  # the older caches keep their keys
+            settings["tmax_ms"] = float(tmax_ms)
+    elif tmax_ms != 1.0 or ladder_dpi != "p" or ladder_pulse_ms != 4.0:
+        raise CodesignError(
+            "--tmax-ms, --ladder-dpi and --ladder-pulse-ms apply to native CMRU ladders (cmru eps 1) only"
+        )
     # the pre-scale-option cache keys stay valid for the defaults they were made with
     if scale != "neuron":
         settings["scale"] = scale
@@ -431,6 +472,10 @@ def analog_eval(
     summary = _summarize(
         bundle, xq[:count], y[:count], records[:count], run_golden(bundle, xq[:count]), settings
     )
+    if eps == 1:
+        from codesign.analog.ladder_model import ladder_model_summary
+
+        summary["ladder_model"] = ladder_model_summary(bundle, xq, y, records[:count], scale == "step")
     if mc:
         from codesign.analog.mismatch import mismatch_summary
 
@@ -571,6 +616,9 @@ def _summarize(bundle: Bundle, xq, y, records: list[dict], gold, settings: dict)
     }
     if ladder:
         out["ladder_spare"] = settings["ladder_spare"]
+        out["tmax_ms"] = settings.get("tmax_ms", 1.0)
+        out["ladder_dpi"] = settings.get("ladder_dpi", "p")
+        out["ladder_pulse_ms"] = settings.get("ladder_pulse_ms", 4.0)
         out["ladder_stages_mean"] = float(np.mean([sum(r["ladder_stages"]) for r in records]))
         out["ladder_stages_note"] = (
             "every neuron's ladder spans the golden count's range over its sequence plus ladder_spare "

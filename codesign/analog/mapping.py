@@ -82,17 +82,21 @@ the DPI's input is the stage's pFET tap and its output drives the next stage's d
 At 0.9832 stage 2 is within 0.8 / 1.5 pA of stage 1."""
 
 
-def ladder_shift(i_alpha: float) -> float:
-    """The bias current that shifts a native CMRU stage's (k >= 2) window up by one state unit.
+LADDER_SHIFT_GAINS_N = (0.9915, 0.976)
+""":data:`LADDER_SHIFT_GAIN` for ladders whose DPIs are the kappa-matched ``dpi_n``
+(:data:`codesign.analog.cells.DPI_N`), one per threshold (down, up): at gain 1 its stage 2 sat
+4.3 / 12.0 pA above stage 1 (down / up, :func:`codesign.analog.checks.measure_ladder_thresholds`),
+so the neighbour's ``dpi_n`` delivers 0.9915 / 0.976 of ``I_alpha`` there (the up threshold is
+met while stage 2's own tap is still off, the down one while it is on)."""
 
-    The stage sees ``I_in + D`` (a neighbour's DPI at ``LADDER_SHIFT_GAIN * I_alpha``) and its
-    threshold sources copy their bias currents with the same gain :data:`THRESHOLD_TRIM` as every
-    BMRU threshold, so the shift is trimmed like the thresholds: ``I_alpha G / THRESHOLD_TRIM``.
-    Untrimmed (``+ I_alpha``, the first ladder drive) both thresholds of every stage >= 2 sat
-    ``(THRESHOLD_TRIM - 1) I_alpha`` = 6 pA high: retains within 6-8 pA of the down threshold
-    reset a stage, sets within ~15 pA of the up threshold were missed (tests/test_analog_eval.py).
-    """
-    return i_alpha * LADDER_SHIFT_GAIN / THRESHOLD_TRIM
+LADDER_SHIFT_GAINS = {"p": (LADDER_SHIFT_GAIN, LADDER_SHIFT_GAIN), "n": LADDER_SHIFT_GAINS_N}
+"""The calibrated window-shift gains (down, up) of each DPI kind (:attr:`codesign.analog.cells.DpiParams.kind`)."""
+
+
+def ladder_shift(i_alpha: float, dpi_kind: str = "p", side: str = "mean") -> float:
+    gains = LADDER_SHIFT_GAINS[dpi_kind]
+    g = {"down": gains[0], "up": gains[1], "mean": (gains[0] + gains[1]) / 2}[side]
+    return i_alpha * g / THRESHOLD_TRIM
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ import numpy as np
 from codesign.analog.behavioural import SKY130_TT, Mismatch, behavioural_states, draw_errors, golden_signs
 from codesign.bundle import Bundle
 
-__all__ = ["mismatch_summary", "mismatch_draws"]
+__all__ = ["fit_neuron_sigma", "mismatch_summary", "mismatch_draws"]
 
 
 def _classes(bundle: Bundle, signs: np.ndarray) -> np.ndarray:
@@ -58,7 +58,7 @@ def mismatch_draws(
     return {
         "draws": draws,
         "scale": scale,
-        "sigma": {"input": mm.sigma_in, "up": mm.sigma_up, "down": mm.sigma_down},
+        "sigma": {"input": mm.sigma_in, "up": mm.sigma_up, "down": mm.sigma_down, "neuron": mm.sigma_neuron},
         "accuracy": acc,
         "state_agreement": agree,
         "class_agreement": cls_agree,
@@ -68,6 +68,28 @@ def mismatch_draws(
         "state_agreement_mean": float(np.mean(agree)) if agree else float("nan"),
         "accuracy_without_mismatch": _accuracy(bundle, nominal, y),
     }
+
+
+def fit_neuron_sigma(
+    bundle: Bundle,
+    xq: np.ndarray,
+    y: np.ndarray,
+    sequences: list[int],
+    target: float,
+    draws: int = 20,
+    grid: tuple[float, ...] = tuple(i * 0.01 for i in range(16)),
+    mm: Mismatch = SKY130_TT,
+) -> tuple[float, list[dict]]:
+    """The neuron-common threshold sigma (:attr:`Mismatch.sigma_neuron`) whose ``draws`` behavioural
+    chips agree with golden on ``target`` of the neuron-steps of ``sequences`` on average (the mean
+    of the ngspice Monte Carlo draws there); the mapping is calibrated on the whole ``xq``, as in
+    :func:`mismatch_summary`. Returns the grid point nearest the target and every point's mean."""
+    rows = []
+    for s in grid:
+        r = mismatch_draws(bundle, xq[sequences], y[sequences], draws, mm.with_neuron(s), calibration=xq)
+        rows.append({"sigma_neuron": float(s), "state_agreement_mean": r["state_agreement_mean"]})
+    best = min(rows, key=lambda r: (abs(r["state_agreement_mean"] - target), r["sigma_neuron"]))
+    return best["sigma_neuron"], rows
 
 
 def mismatch_summary(
@@ -151,13 +173,47 @@ def main(argv: list[str] | None = None) -> int:
         default="step",
         help="candidate scale: per-step window normalisation (step) or one scale per neuron (neuron)",
     )
+    ap.add_argument(
+        "--sigma-neuron",
+        type=float,
+        default=0.0,
+        help="relative error of each neuron's own threshold DAC, common to both cores (default 0)",
+    )
+    ap.add_argument(
+        "--fit-agreement",
+        type=float,
+        default=None,
+        help="fit --sigma-neuron instead, on the first bundle: the mean state agreement of the ngspice "
+        "Monte Carlo draws on --fit-sequences (analog-eval --mc-spice's spice_state_agreement_mean)",
+    )
+    ap.add_argument(
+        "--fit-sequences", type=int, default=1, help="the first N test sequences (with --fit-agreement)"
+    )
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
     out = {}
+    sigma_neuron = args.sigma_neuron
+    if args.fit_agreement is not None:
+        if not 0.0 < args.fit_agreement <= 1.0 or args.fit_sequences < 1:
+            ap.error(f"--fit-agreement {args.fit_agreement} must lie in (0, 1], --fit-sequences >= 1")
+        bundle = load_bundle(args.bundles[0])
+        xq, y = test_set(bundle)
+        seqs = list(range(min(args.fit_sequences, len(xq))))
+        sigma_neuron, rows = fit_neuron_sigma(bundle, xq, y, seqs, args.fit_agreement, args.draws)
+        for r in rows:
+            print(f"sigma_neuron {r['sigma_neuron']:.3f}: states agree {r['state_agreement_mean']:.4f}")
+        print(f"fitted sigma_neuron {sigma_neuron:.3f} (target {args.fit_agreement:.4f} on sequences {seqs})")
+        out["fit"] = {
+            "target": args.fit_agreement,
+            "sequences": seqs,
+            "sigma_neuron": sigma_neuron,
+            "grid": rows,
+        }
+    mm = SKY130_TT.scaled(args.scale).with_neuron(sigma_neuron)
     for path in args.bundles:
         bundle = load_bundle(path)
         xq, y = test_set(bundle)
-        r = mismatch_draws(bundle, xq, y, args.draws, SKY130_TT.scaled(args.scale), scale=args.mapping)
+        r = mismatch_draws(bundle, xq, y, args.draws, mm, scale=args.mapping)
         r["golden_accuracy"] = float((run_golden(bundle, xq).classes == y).mean())
         r["sequences"] = len(xq)
         out[bundle.manifest.name] = r

@@ -37,13 +37,19 @@ def neuron_ports(nm: NeuronMap, pair: bool = False) -> str:
 
 
 def neuron_subckt(
-    nm: NeuronMap, *, bundle_name: str = "", native_stages: int | None = None, pair: bool = False
+    nm: NeuronMap,
+    *,
+    bundle_name: str = "",
+    native_stages: int | None = None,
+    pair: bool = False,
+    dpi_kind: str = "p",
 ) -> str:
     """One neuron as a subcircuit with its biases as named parameters.
 
     ``pair``: a complementary pair of BMRU cores (``bmru_pair``, reset ports ``rst rstb``) whose
     summed output ``(q_a + q_b) I_ALPHA`` carries the golden model's three-valued state
     ``h = alpha (q_a + q_b - 1)``: 0 until the neuron's first update, +-alpha after it.
+    ``dpi_kind``: the DPI of a native ladder (``p``: ``dpi``; ``n``: the kappa-matched ``dpi_n``).
     """
     if pair and native_stages:
         raise ValueError("the complementary pair is a BMRU mode; native CMRU ladders have their own reset")
@@ -76,13 +82,17 @@ def neuron_subckt(
     if nm.fixed_threshold:
         params += f" I_DOWN={fmt(nm.i_down)} I_UP={fmt(nm.i_up)}"
     if native_stages:
-        ladder = f"cmru_native_{native_stages}" + ("" if nm.fixed_threshold else "_dyn")
+        ladder = (
+            f"cmru_native_{native_stages}"
+            + ("" if nm.fixed_threshold else "_dyn")
+            + ("_n" if dpi_kind == "n" else "")
+        )
         ports = "in out vdd vddb" + ("" if nm.fixed_threshold else " vbd vbu vbd2 vbu2")
         body = [f".subckt {name} {ports} params: {params}"]
         if nm.fixed_threshold:
             body.append(
                 f"Xl in out vdd vddb {ladder} I_DOWN={{I_DOWN}} I_UP={{I_UP}} I_ALPHA={{I_ALPHA}} "
-                f"I_SHIFT={fmt(ladder_shift(nm.i_alpha))}"
+                f"I_SHIFT={fmt(ladder_shift(nm.i_alpha, dpi_kind))}"
             )
         else:
             body.append(f"Xl in out vdd vddb vbd vbu vbd2 vbu2 {ladder} I_ALPHA={{I_ALPHA}}")

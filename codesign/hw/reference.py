@@ -15,6 +15,7 @@ REFERENCE_LANES = {
     "spoken_digits_mingru": 4,
     "spoken_digits_cmru_stack": 4,
     "japanese_vowels_cmru": 4,
+    "japanese_vowels_cmru_d8": 4,
     "japanese_vowels_bmru_anneal": 4,
     "japanese_vowels_bmru_anneal_mm": 4,
     "japanese_vowels_cmru2": 4,
