@@ -199,3 +199,41 @@ def test_spice_monte_carlo_check_compares_states_and_classes(tmp_path) -> None:
     assert 0.0 <= out["behavioural_class_agreement_mean"] <= 1.0
     gold = run_golden(bundle, xq[:2]).classes
     assert out["golden_accuracy"] == float(np.mean(gold == y[:2]))
+
+
+def test_worst_root_error_margin_is_the_largest_over_every_root_error(tmp_path) -> None:
+    """The summary's worst root-error margin is the largest margin any root error had (the one a
+    near tie explains least). It used to be the largest of each sequence's *smallest* margin, so
+    an 18 pA error beside a 0.5 pA one in the same sequence reported 0.5."""
+    from codesign.analog.evaluate import _key, test_set
+    from codesign.bundle import load_bundle
+
+    bundle_dir = _bundle(tmp_path)
+    bundle = load_bundle(bundle_dir)
+    xq, _ = test_set(bundle)
+    steps, d = xq.shape[1], 2
+    settings = {"corner": "tt", "start": "pair", "frame_ms": 10.0, "scale": "step"}
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    golden = run_golden(bundle, xq[:2]).layers[0].states
+    for n, roots in enumerate([[[0, 3, 0.5], [1, 5, 18.0]], []]):
+        s = np.sign(golden[n]).astype(int).tolist()
+        record = {
+            "sequence": n,
+            "steps": steps,
+            "q_analog": [[0] * d] * steps,
+            "s_analog": s,
+            "root_errors": roots,
+            "agreement": 1.0,
+            "compared": steps * d,
+            "power_nW": {"core_nW": 1.0},
+            "min_root_margin_pA": 0.5 if roots else None,  # what the BMRU path records per sequence
+            "steps_margin_below_5pA": 0,
+            "undecided_reads": 0,
+            "t_step_s": 0.01,
+            "wall_s": 1.0,
+        }
+        (cache / f"{_key(bundle, settings, n)}.json").write_text(json.dumps(record))
+    summary = analog_eval(bundle_dir, 2, cache=cache, progress=lambda *a: None)
+    assert summary["root_errors"] == 2
+    assert summary["worst_root_error_margin_pa"] == 18.0
