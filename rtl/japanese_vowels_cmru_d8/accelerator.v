@@ -2061,37 +2061,37 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
   wire \$11 ;
   wire \$12 ;
   wire \$13 ;
-  wire \$14 ;
-  wire [1:0] \$15 ;
-  wire [32:0] \$16 ;
-  wire \$17 ;
-  wire [1:0] \$18 ;
-  wire [32:0] \$19 ;
+  wire [1:0] \$14 ;
+  wire [32:0] \$15 ;
+  wire \$16 ;
+  wire [1:0] \$17 ;
+  wire [32:0] \$18 ;
+  wire [1:0] \$19 ;
   wire \$2 ;
-  wire [1:0] \$20 ;
-  wire [32:0] \$21 ;
-  wire \$22 ;
-  wire [1:0] \$23 ;
-  wire [32:0] \$24 ;
-  wire [1:0] \$25 ;
-  wire [32:0] \$26 ;
-  wire \$27 ;
-  wire [1:0] \$28 ;
-  wire [32:0] \$29 ;
+  wire [32:0] \$20 ;
+  wire \$21 ;
+  wire [1:0] \$22 ;
+  wire [32:0] \$23 ;
+  wire [1:0] \$24 ;
+  wire [32:0] \$25 ;
+  wire \$26 ;
+  wire [1:0] \$27 ;
+  wire [32:0] \$28 ;
+  wire [1:0] \$29 ;
   wire \$3 ;
-  wire [1:0] \$30 ;
-  wire [32:0] \$31 ;
-  wire \$32 ;
-  wire [1:0] \$33 ;
-  wire [32:0] \$34 ;
+  wire [32:0] \$30 ;
+  wire \$31 ;
+  wire [1:0] \$32 ;
+  wire [32:0] \$33 ;
+  wire \$34 ;
   wire \$35 ;
   wire \$36 ;
   wire \$37 ;
   wire \$38 ;
-  wire \$39 ;
+  wire [32:0] \$39 ;
   wire \$4 ;
-  wire [32:0] \$40 ;
-  reg [24:0] \$41 ;
+  reg [24:0] \$40 ;
+  reg [31:0] \$41 ;
   reg [31:0] \$42 ;
   reg [31:0] \$43 ;
   reg [31:0] \$44 ;
@@ -2099,16 +2099,15 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
   reg [31:0] \$46 ;
   reg [31:0] \$47 ;
   reg [31:0] \$48 ;
-  reg [31:0] \$49 ;
+  reg [24:0] \$49 ;
   wire \$5 ;
-  reg [24:0] \$50 ;
-  reg \$51 ;
-  reg [31:0] \$52 ;
-  reg [24:0] \$53 ;
-  reg [31:0] \$54 ;
-  reg [63:0] \$55 ;
+  reg \$50 ;
+  reg [31:0] \$51 ;
+  reg [24:0] \$52 ;
+  reg [31:0] \$53 ;
+  reg [63:0] \$54 ;
+  reg [24:0] \$55 ;
   reg [24:0] \$56 ;
-  reg [24:0] \$57 ;
   wire \$6 ;
   wire [7:0] \$7 ;
   wire [5:0] \$8 ;
@@ -2204,7 +2203,7 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
   wire \port__addr$21 ;
   wire \port__addr$25 ;
   wire [4:0] \port__addr$29 ;
-  wire \port__addr$31 ;
+  wire \port__addr$32 ;
   reg \port__addr$44 ;
   reg \port__addr$45 ;
   wire [31:0] port__data;
@@ -2458,41 +2457,40 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
     end
   end
   assign \port__data$38  = _3_;
-  assign \$40  = layer0_macs + 4'h8;
   always @(posedge clk)
-    slot_c1 <= \$41 ;
+    slot_c1 <= \$40 ;
   always @(posedge clk)
-    layer0_weights_reads <= \$42 ;
+    layer0_weights_reads <= \$41 ;
   always @(posedge clk)
-    layer0_weights_writes <= \$43 ;
+    layer0_weights_writes <= \$42 ;
   always @(posedge clk)
-    layer0_bias_reads <= \$44 ;
+    layer0_bias_reads <= \$43 ;
   always @(posedge clk)
-    layer0_bias_writes <= \$45 ;
+    layer0_bias_writes <= \$44 ;
   always @(posedge clk)
-    layer0_params_reads <= \$46 ;
+    layer0_params_reads <= \$45 ;
   always @(posedge clk)
-    layer0_params_writes <= \$47 ;
+    layer0_params_writes <= \$46 ;
   always @(posedge clk)
-    layer0_state_reads <= \$48 ;
+    layer0_state_reads <= \$47 ;
   always @(posedge clk)
-    layer0_state_writes <= \$49 ;
+    layer0_state_writes <= \$48 ;
   always @(posedge clk)
-    slot_c2 <= \$50 ;
+    slot_c2 <= \$49 ;
   always @(posedge clk)
-    use_acc2a <= \$51 ;
+    use_acc2a <= \$50 ;
   always @(posedge clk)
-    layer0_macs <= \$52 ;
+    layer0_macs <= \$51 ;
   always @(posedge clk)
-    slot_c2a <= \$53 ;
+    slot_c2a <= \$52 ;
   always @(posedge clk)
-    params <= \$54 ;
+    params <= \$53 ;
   always @(posedge clk)
-    state <= \$55 ;
+    state <= \$54 ;
   always @(posedge clk)
-    slot_c2b <= \$56 ;
+    slot_c2b <= \$55 ;
   always @(posedge clk)
-    \slot$64  <= \$57 ;
+    \slot$64  <= \$56 ;
   assign \$1  = ! config__payload[2:0];
   assign \$2  = config__valid & \$1 ;
   assign \port__en$13  = \$2  << config__payload[10:8];
@@ -2507,30 +2505,31 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
   assign \$10  = slot_c1[0] & \$9 ;
   assign \$12  = slot_c2[0] & slot_c2[7];
   assign weights = slot_c2[12] ? 32'd0 : \port__data$38 ;
-  assign \$14  = slot_c2a[0] & slot_c2a[8];
-  assign \$15  = 1'h0 + port__en;
-  assign \$16  = layer0_weights_reads + \$15 ;
-  assign \$17  = | \port__en$13 ;
-  assign \$18  = 1'h0 + \$17 ;
-  assign \$19  = layer0_weights_writes + \$18 ;
-  assign \$20  = 1'h0 + \port__en$16 ;
-  assign \$21  = layer0_bias_reads + \$20 ;
-  assign \$22  = | \port__en$18 ;
-  assign \$23  = 1'h0 + \$22 ;
-  assign \$24  = layer0_bias_writes + \$23 ;
-  assign \$25  = 1'h0 + \port__en$20 ;
-  assign \$26  = layer0_params_reads + \$25 ;
-  assign \$27  = | \$7 [3:0];
-  assign \$28  = 1'h0 + \$27 ;
-  assign \$29  = layer0_params_writes + \$28 ;
-  assign \$30  = 1'h0 + \port__en$24 ;
-  assign \$31  = layer0_state_reads + \$30 ;
-  assign \$33  = 1'h0 + \$32 ;
-  assign \$34  = layer0_state_writes + \$33 ;
-  assign \$35  = ~ slot_c2[12];
-  assign \$36  = slot_c2[0] & \$35 ;
-  assign \$37  = | slot_c2[24:17];
-  assign \$38  = \$36  & \$37 ;
+  assign \$13  = slot_c2a[0] & slot_c2a[8];
+  assign \$14  = 1'h0 + port__en;
+  assign \$15  = layer0_weights_reads + \$14 ;
+  assign \$16  = | \port__en$13 ;
+  assign \$17  = 1'h0 + \$16 ;
+  assign \$18  = layer0_weights_writes + \$17 ;
+  assign \$19  = 1'h0 + \port__en$16 ;
+  assign \$20  = layer0_bias_reads + \$19 ;
+  assign \$21  = | \port__en$18 ;
+  assign \$22  = 1'h0 + \$21 ;
+  assign \$23  = layer0_bias_writes + \$22 ;
+  assign \$24  = 1'h0 + \port__en$20 ;
+  assign \$25  = layer0_params_reads + \$24 ;
+  assign \$26  = | \$7 [3:0];
+  assign \$27  = 1'h0 + \$26 ;
+  assign \$28  = layer0_params_writes + \$27 ;
+  assign \$29  = 1'h0 + \port__en$24 ;
+  assign \$30  = layer0_state_reads + \$29 ;
+  assign \$32  = 1'h0 + \$31 ;
+  assign \$33  = layer0_state_writes + \$32 ;
+  assign \$34  = ~ slot_c2[12];
+  assign \$35  = slot_c2[0] & \$34 ;
+  assign \$36  = | slot_c2[24:17];
+  assign \$37  = \$35  & \$36 ;
+  assign \$39  = layer0_macs + 4'h8;
   \accelerator.layer0.front.issue  issue (
     .clk(clk),
     .credit(credit),
@@ -2567,158 +2566,158 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \port__en$16  = 1'h0;
-    if (\$13 ) begin
+    if (\$12 ) begin
       \port__en$16  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \port__en$20  = 1'h0;
-    if (\$14 ) begin
+    if (\$13 ) begin
       \port__en$20  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \port__en$24  = 1'h0;
-    if (\$14 ) begin
+    if (\$13 ) begin
       \port__en$24  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \port__addr$44  = 1'h0;
-    if (\$14 ) begin
+    if (\$13 ) begin
       \port__addr$44  = slot_c2a[1];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
     \port__addr$45  = 1'h0;
-    if (\$14 ) begin
+    if (\$13 ) begin
       \port__addr$45  = slot_c2a[1];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$41  = slot;
+    \$40  = slot;
     if (rst) begin
-      \$41  = 25'h0000000;
+      \$40  = 25'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$42  = \$16 [31:0];
+    \$41  = \$15 [31:0];
+    if (rst) begin
+      \$41  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$42  = \$18 [31:0];
     if (rst) begin
       \$42  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$43  = \$19 [31:0];
+    \$43  = \$20 [31:0];
     if (rst) begin
       \$43  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$44  = \$21 [31:0];
+    \$44  = \$23 [31:0];
     if (rst) begin
       \$44  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$45  = \$24 [31:0];
+    \$45  = \$25 [31:0];
     if (rst) begin
       \$45  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$46  = \$26 [31:0];
+    \$46  = \$28 [31:0];
     if (rst) begin
       \$46  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$47  = \$29 [31:0];
+    \$47  = \$30 [31:0];
     if (rst) begin
       \$47  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$48  = \$31 [31:0];
+    \$48  = \$33 [31:0];
     if (rst) begin
       \$48  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$49  = \$34 [31:0];
+    \$49  = slot_c1;
     if (rst) begin
-      \$49  = 32'd0;
+      \$49  = 25'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$50  = slot_c1;
+    \$50  = 1'h0;
     if (rst) begin
-      \$50  = 25'h0000000;
+      \$50  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$51  = 1'h0;
+    \$51  = layer0_macs;
+    if (\$38 ) begin
+      \$51  = \$39 [31:0];
+    end
     if (rst) begin
-      \$51  = 1'h0;
+      \$51  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$52  = layer0_macs;
-    if (\$39 ) begin
-      \$52  = \$40 [31:0];
-    end
+    \$52  = slot_c2;
     if (rst) begin
-      \$52  = 32'd0;
+      \$52  = 25'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$53  = slot_c2;
+    \$53  = \port__data$60 ;
     if (rst) begin
-      \$53  = 25'h0000000;
+      \$53  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$54  = \port__data$60 ;
+    \$54  = \port__data$62 ;
     if (rst) begin
-      \$54  = 32'd0;
+      \$54  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$55  = \port__data$62 ;
+    \$55  = slot_c2a;
     if (rst) begin
-      \$55  = 64'h0000000000000000;
+      \$55  = 25'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$56  = slot_c2a;
+    \$56  = slot_c2b;
     if (rst) begin
       \$56  = 25'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$57  = slot_c2b;
-    if (rst) begin
-      \$57  = 25'h0000000;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -2734,8 +2733,8 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
   assign \port__en$27  = state_write[1];
   assign \port__data$28  = state_write[65:2];
   assign \port__addr$29  = \$8 [4:0];
-  assign \port__addr$31  = slot_c2[1];
   assign use_acc = 1'h0;
+  assign \port__addr$32  = slot_c2[1];
   assign valid = slot_c2[0];
   assign first = slot_c2[7];
   assign value = slot_c2[24:17];
@@ -2894,9 +2893,8 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
   assign port__data[7:4] = config__payload[14:11];
   assign port__data[3:0] = config__payload[14:11];
   assign \$11  = \$10 ;
-  assign \$13  = \$12 ;
-  assign \$32  = state_write[1];
-  assign \$39  = \$38 ;
+  assign \$31  = state_write[1];
+  assign \$38  = \$37 ;
 endmodule
 
 (* generator = "Amaranth" *)
@@ -2914,77 +2912,78 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
   wire \$18 ;
   wire \$19 ;
   wire \$2 ;
-  wire [3:0] \$20 ;
-  wire [4:0] \$21 ;
-  wire \$22 ;
+  wire \$20 ;
+  wire [3:0] \$21 ;
+  wire [4:0] \$22 ;
   wire \$23 ;
-  wire [3:0] \$24 ;
-  wire [7:0] \$25 ;
-  wire [1:0] \$26 ;
-  wire [32:0] \$27 ;
-  wire \$28 ;
-  wire [1:0] \$29 ;
+  wire \$24 ;
+  wire [3:0] \$25 ;
+  wire [7:0] \$26 ;
+  wire [1:0] \$27 ;
+  wire [32:0] \$28 ;
+  wire \$29 ;
   wire \$3 ;
-  wire [32:0] \$30 ;
-  wire \$31 ;
+  wire [1:0] \$30 ;
+  wire [32:0] \$31 ;
   wire \$32 ;
   wire \$33 ;
-  wire [4:0] \$34 ;
-  wire \$35 ;
+  wire \$34 ;
+  wire [4:0] \$35 ;
   wire \$36 ;
-  wire [32:0] \$37 ;
-  wire [4:0] \$38 ;
-  wire \$39 ;
+  wire \$37 ;
+  wire [32:0] \$38 ;
+  wire [4:0] \$39 ;
   wire [3:0] \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
-  wire [3:0] \$43 ;
-  reg [3:0] \$44 ;
-  wire \$45 ;
+  wire \$43 ;
+  wire [3:0] \$44 ;
+  reg [3:0] \$45 ;
   wire \$46 ;
-  wire [32:0] \$47 ;
-  wire \$48 ;
-  wire [32:0] \$49 ;
+  wire \$47 ;
+  wire [32:0] \$48 ;
+  wire \$49 ;
   wire [14:0] \$5 ;
-  wire \$50 ;
+  wire [32:0] \$50 ;
   wire \$51 ;
   wire \$52 ;
   wire \$53 ;
   wire \$54 ;
-  wire [1:0] \$55 ;
-  wire [5:0] \$56 ;
-  wire \$57 ;
+  wire \$55 ;
+  wire [1:0] \$56 ;
+  wire [5:0] \$57 ;
   wire \$58 ;
-  wire [32:0] \$59 ;
+  wire \$59 ;
   wire [14:0] \$6 ;
-  wire [4:0] \$60 ;
-  reg [31:0] \$61 ;
+  wire [32:0] \$60 ;
+  wire [4:0] \$61 ;
   reg [31:0] \$62 ;
-  reg [3:0] \$63 ;
-  reg [31:0] \$64 ;
-  reg [1:0] \$65 ;
-  reg [3:0] \$66 ;
+  reg [31:0] \$63 ;
+  reg [3:0] \$64 ;
+  reg [31:0] \$65 ;
+  reg [1:0] \$66 ;
   reg [3:0] \$67 ;
-  reg [1:0] \$68 ;
+  reg [3:0] \$68 ;
   reg [1:0] \$69 ;
   wire \$7 ;
-  reg \$70 ;
+  reg [1:0] \$70 ;
   reg \$71 ;
-  reg [24:0] \$72 ;
-  reg [2:0] \$73 ;
-  reg \$74 ;
-  reg [3:0] \$75 ;
-  reg \$76 ;
-  reg [4:0] \$77 ;
-  reg [3:0] \$78 ;
-  reg \$79 ;
+  reg \$72 ;
+  reg [24:0] \$73 ;
+  reg [2:0] \$74 ;
+  reg \$75 ;
+  reg [3:0] \$76 ;
+  reg \$77 ;
+  reg [4:0] \$78 ;
+  reg [3:0] \$79 ;
   wire \$8 ;
   reg \$80 ;
-  reg [31:0] \$81 ;
+  reg \$81 ;
   reg [31:0] \$82 ;
-  reg \$83 ;
-  reg [31:0] \$84 ;
+  reg [31:0] \$83 ;
+  reg \$84 ;
+  reg [31:0] \$85 ;
   wire \$9 ;
   reg [1:0] \$signal  = 2'h0;
   reg [1:0] \$signal$32  = 2'h0;
@@ -3106,96 +3105,97 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
     end
   end
   assign rd__data = _0_;
-  assign \$11  = | slot;
-  assign \$14  = \$13  | credit;
-  assign \$15  = ~ seq_end;
-  assign \$16  = \$14  | \$15 ;
-  assign issue = busy & \$16 ;
-  assign \$17  = ! slot;
-  assign \$18  = issue & \$17 ;
-  assign starting = \$19  & seq_end;
-  assign \$20  = rbank ? 4'hc : 4'h0;
-  assign \$21  = \$20  + slot;
-  assign \$22  = | n_items;
-  assign \$24  = meta[12] ? 4'h0 : rd__data[3:0];
-  assign \$25  = meta[12] ? 8'h00 : rd__data[11:4];
-  assign \$26  = 1'h0 + rd__en;
-  assign \$27  = layer0_items_reads + \$26 ;
-  assign \$29  = 1'h0 + \$28 ;
-  assign \$30  = layer0_items_writes + \$29 ;
-  assign \$31  = \$signal  >> wbank;
-  assign \$32  = ~ \$31 ;
-  assign \$33  = items__valid & \$32 ;
-  assign \$34  = wcount + 1'h1;
-  assign \$35  = ~ stored;
-  assign \$36  = nonzero & \$35 ;
-  assign \$37  = layer0_item_overflows + 1'h1;
-  assign \$38  = wcount + stored;
-  assign \$39  = ~ wbank;
-  assign \$40  = ~ busy;
-  assign \$41  = | drain;
-  assign \$42  = \$signal  >> rbank;
-  assign \$43  = drain - 1'h1;
-  assign \$45  = \$signal$32  >> rbank;
-  assign \$46  = \$signal$34  >> rbank;
-  assign \$47  = layer0_busy_cycles + 1'h1;
-  assign \$48  = ~ issue;
-  assign \$49  = layer0_stall_cycles + 1'h1;
-  assign \$50  = ! slot;
-  assign \$53  = ! n_items;
-  assign \$55  = group + 1'h1;
-  assign \$56  = base + 4'hc;
-  assign \$58  = ~ rbank;
-  assign \$59  = layer0_steps + 1'h1;
-  assign \$60  = slot + 1'h1;
+  assign last_slot = \$10  >= n_items;
+  assign \$12  = | slot;
+  assign \$15  = \$14  | credit;
+  assign \$16  = ~ seq_end;
+  assign \$17  = \$15  | \$16 ;
+  assign issue = \$11  & \$17 ;
+  assign \$18  = ! slot;
+  assign \$19  = issue & \$18 ;
+  assign starting = \$20  & seq_end;
+  assign \$21  = rbank ? 4'hc : 4'h0;
+  assign \$22  = \$21  + slot;
+  assign \$23  = | n_items;
+  assign \$25  = meta[12] ? 4'h0 : rd__data[3:0];
+  assign \$26  = meta[12] ? 8'h00 : rd__data[11:4];
+  assign \$27  = 1'h0 + rd__en;
+  assign \$28  = layer0_items_reads + \$27 ;
+  assign \$30  = 1'h0 + \$29 ;
+  assign \$31  = layer0_items_writes + \$30 ;
+  assign \$32  = \$signal  >> wbank;
+  assign \$33  = ~ \$32 ;
+  assign \$34  = items__valid & \$33 ;
+  assign \$35  = wcount + 1'h1;
+  assign \$36  = ~ stored;
+  assign \$37  = nonzero & \$36 ;
+  assign \$38  = layer0_item_overflows + 1'h1;
+  assign \$39  = wcount + stored;
+  assign \$40  = ~ wbank;
+  assign \$41  = ~ busy;
+  assign \$42  = | drain;
+  assign \$43  = \$signal  >> rbank;
+  assign \$44  = drain - 1'h1;
+  assign \$46  = \$signal$32  >> rbank;
+  assign \$47  = \$signal$34  >> rbank;
+  assign \$48  = layer0_busy_cycles + 1'h1;
+  assign \$49  = ~ issue;
+  assign \$50  = layer0_stall_cycles + 1'h1;
+  assign \$51  = ! slot;
+  assign \$54  = ! n_items;
+  assign \$56  = group + 1'h1;
+  assign \$57  = base + 4'hc;
+  assign \$59  = ~ rbank;
+  assign \$60  = layer0_steps + 1'h1;
+  assign \$61  = slot + 1'h1;
   always @(posedge clk)
-    layer0_items_reads <= \$61 ;
+    layer0_items_reads <= \$62 ;
   always @(posedge clk)
-    layer0_items_writes <= \$62 ;
+    layer0_items_writes <= \$63 ;
   always @(posedge clk)
-    wcount <= \$63 ;
+    wcount <= \$64 ;
   always @(posedge clk)
-    layer0_item_overflows <= \$64 ;
+    layer0_item_overflows <= \$65 ;
   always @(posedge clk)
-    \$signal  <= \$65 ;
+    \$signal  <= \$66 ;
   always @(posedge clk)
-    bank0_count <= \$66 ;
+    bank0_count <= \$67 ;
   always @(posedge clk)
-    bank1_count <= \$67 ;
+    bank1_count <= \$68 ;
   always @(posedge clk)
-    \$signal$32  <= \$68 ;
+    \$signal$32  <= \$69 ;
   always @(posedge clk)
-    \$signal$34  <= \$69 ;
+    \$signal$34  <= \$70 ;
   always @(posedge clk)
-    next_first <= \$70 ;
+    next_first <= \$71 ;
   always @(posedge clk)
-    wbank <= \$71 ;
+    wbank <= \$72 ;
   always @(posedge clk)
-    meta <= \$72 ;
+    meta <= \$73 ;
   always @(posedge clk)
-    drain <= \$73 ;
+    drain <= \$74 ;
   always @(posedge clk)
-    busy <= \$74 ;
+    busy <= \$75 ;
   always @(posedge clk)
-    n_items <= \$75 ;
+    n_items <= \$76 ;
   always @(posedge clk)
-    group <= \$76 ;
+    group <= \$77 ;
   always @(posedge clk)
-    base <= \$77 ;
+    base <= \$78 ;
   always @(posedge clk)
-    slot <= \$78 ;
+    slot <= \$79 ;
   always @(posedge clk)
-    seq_first <= \$79 ;
+    seq_first <= \$80 ;
   always @(posedge clk)
-    seq_end <= \$80 ;
+    seq_end <= \$81 ;
   always @(posedge clk)
-    layer0_busy_cycles <= \$81 ;
+    layer0_busy_cycles <= \$82 ;
   always @(posedge clk)
-    layer0_stall_cycles <= \$82 ;
+    layer0_stall_cycles <= \$83 ;
   always @(posedge clk)
-    rbank <= \$83 ;
+    rbank <= \$84 ;
   always @(posedge clk)
-    layer0_steps <= \$84 ;
+    layer0_steps <= \$85 ;
   assign \$1  = \$signal  >> wbank;
   assign \$2  = ~ \$1 ;
   assign nonzero = | items__payload[11:4];
@@ -3208,22 +3208,21 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
   assign \$8  = ~ \$7 ;
   assign \$9  = items__valid & \$8 ;
   assign \$10  = slot + 1'h1;
-  assign last_slot = \$10  >= n_items;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
-          \$44  = bank0_count;
+          \$45  = bank0_count;
       1'h1:
-          \$44  = bank1_count;
+          \$45  = bank1_count;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     rd__en = 1'h0;
     if (issue) begin
-      rd__en = \$23 ;
+      rd__en = \$24 ;
     end
   end
   always @* begin
@@ -3239,107 +3238,89 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     rd__addr = 5'h00;
     if (issue) begin
-      rd__addr = \$21 ;
+      rd__addr = \$22 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$61  = \$27 [31:0];
-    if (rst) begin
-      \$61  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$62  = \$30 [31:0];
+    \$62  = \$28 [31:0];
     if (rst) begin
       \$62  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$63  = wcount;
-    if (\$33 ) begin
+    \$63  = \$31 [31:0];
+    if (rst) begin
+      \$63  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$64  = wcount;
+    if (\$34 ) begin
       if (stored) begin
-        \$63  = \$34 [3:0];
+        \$64  = \$35 [3:0];
       end
       if (items__payload[12]) begin
-        \$63  = 4'h0;
+        \$64  = 4'h0;
       end
     end
     if (rst) begin
-      \$63  = 4'h0;
+      \$64  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$64  = layer0_item_overflows;
-    if (\$33 ) begin
-      if (\$36 ) begin
-        \$64  = \$37 [31:0];
+    \$65  = layer0_item_overflows;
+    if (\$34 ) begin
+      if (\$37 ) begin
+        \$65  = \$38 [31:0];
       end
     end
     if (rst) begin
-      \$64  = 32'd0;
+      \$65  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$65  = \$signal ;
-    if (\$33 ) begin
+    \$66  = \$signal ;
+    if (\$34 ) begin
       if (items__payload[12]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$65 [0] = 1'h1;
+              \$66 [0] = 1'h1;
           1'h1:
-              \$65 [1] = 1'h1;
+              \$66 [1] = 1'h1;
         endcase
       end
     end
     if (issue) begin
-      if (\$54 ) begin
-        if (\$57 ) begin
+      if (\$55 ) begin
+        if (\$58 ) begin
           (* full_case = 32'd1 *)
           casez (rbank)
             1'h0:
-                \$65 [0] = 1'h0;
+                \$66 [0] = 1'h0;
             1'h1:
-                \$65 [1] = 1'h0;
+                \$66 [1] = 1'h0;
           endcase
         end
       end
     end
     if (rst) begin
-      \$65  = 2'h0;
+      \$66  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$66  = bank0_count;
-    if (\$33 ) begin
+    \$67  = bank0_count;
+    if (\$34 ) begin
       if (items__payload[12]) begin
         casez (wbank)
           1'h0:
-              \$66  = \$38 [3:0];
-        endcase
-      end
-    end
-    if (rst) begin
-      \$66  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$67  = bank1_count;
-    if (\$33 ) begin
-      if (items__payload[12]) begin
-        (* full_case = 32'd1 *)
-        casez (wbank)
-          1'h0:
-              /* empty */;
-          1'h1:
-              \$67  = \$38 [3:0];
+              \$67  = \$39 [3:0];
         endcase
       end
     end
@@ -3349,33 +3330,33 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$68  = \$signal$32 ;
-    if (\$33 ) begin
+    \$68  = bank1_count;
+    if (\$34 ) begin
       if (items__payload[12]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$68 [0] = next_first;
+              /* empty */;
           1'h1:
-              \$68 [1] = next_first;
+              \$68  = \$39 [3:0];
         endcase
       end
     end
     if (rst) begin
-      \$68  = 2'h0;
+      \$68  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$69  = \$signal$34 ;
-    if (\$33 ) begin
+    \$69  = \$signal$32 ;
+    if (\$34 ) begin
       if (items__payload[12]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$69 [0] = items__payload[13];
+              \$69 [0] = next_first;
           1'h1:
-              \$69 [1] = items__payload[13];
+              \$69 [1] = next_first;
         endcase
       end
     end
@@ -3385,174 +3366,179 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$70  = next_first;
-    if (\$33 ) begin
+    \$70  = \$signal$34 ;
+    if (\$34 ) begin
       if (items__payload[12]) begin
-        \$70  = items__payload[13];
+        (* full_case = 32'd1 *)
+        casez (wbank)
+          1'h0:
+              \$70 [0] = items__payload[13];
+          1'h1:
+              \$70 [1] = items__payload[13];
+        endcase
       end
     end
     if (rst) begin
-      \$70  = 1'h1;
+      \$70  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$71  = wbank;
-    if (\$33 ) begin
+    \$71  = next_first;
+    if (\$34 ) begin
       if (items__payload[12]) begin
-        \$71  = \$39 ;
+        \$71  = items__payload[13];
       end
     end
     if (rst) begin
-      \$71  = 1'h0;
+      \$71  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$72 [24:1] = meta[24:1];
-    \$72 [0] = issue;
-    if (issue) begin
-      \$72 [1] = group;
-      \$72 [6:2] = base;
-      \$72 [7] = \$50 ;
-      \$72 [8] = \$51 ;
-      \$72 [9] = \$52 ;
-      \$72 [10] = seq_first;
-      \$72 [11] = seq_end;
-      \$72 [12] = \$53 ;
+    \$72  = wbank;
+    if (\$34 ) begin
+      if (items__payload[12]) begin
+        \$72  = \$40 ;
+      end
     end
     if (rst) begin
-      \$72  = 25'h0000000;
+      \$72  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$73  = drain;
-    if (\$40 ) begin
-      if (\$41 ) begin
-        \$73  = \$43 [2:0];
+    \$73 [24:1] = meta[24:1];
+    \$73 [0] = issue;
+    if (issue) begin
+      \$73 [1] = group;
+      \$73 [6:2] = base;
+      \$73 [7] = \$51 ;
+      \$73 [8] = \$52 ;
+      \$73 [9] = \$53 ;
+      \$73 [10] = seq_first;
+      \$73 [11] = seq_end;
+      \$73 [12] = \$54 ;
+    end
+    if (rst) begin
+      \$73  = 25'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$74  = drain;
+    if (\$41 ) begin
+      if (\$42 ) begin
+        \$74  = \$44 [2:0];
       end
     end
     if (issue) begin
-      if (\$54 ) begin
-        if (\$57 ) begin
-          \$73  = 3'h1;
+      if (\$55 ) begin
+        if (\$58 ) begin
+          \$74  = 3'h1;
         end
       end
     end
     if (rst) begin
-      \$73  = 3'h0;
+      \$74  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$74  = busy;
-    if (\$40 ) begin
-      if (\$41 ) begin
-      end else if (\$42 ) begin
-        \$74  = 1'h1;
+    \$75  = busy;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
+        \$75  = 1'h1;
       end
     end
     if (issue) begin
-      if (\$54 ) begin
-        if (\$57 ) begin
-          \$74  = 1'h0;
+      if (\$55 ) begin
+        if (\$58 ) begin
+          \$75  = 1'h0;
         end
       end
     end
     if (rst) begin
-      \$74  = 1'h0;
+      \$75  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$75  = n_items;
-    if (\$40 ) begin
-      if (\$41 ) begin
-      end else if (\$42 ) begin
-        \$75  = \$44 ;
+    \$76  = n_items;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
+        \$76  = \$45 ;
       end
     end
     if (rst) begin
-      \$75  = 4'h0;
+      \$76  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$76  = group;
-    if (\$40 ) begin
-      if (\$41 ) begin
-      end else if (\$42 ) begin
-        \$76  = 1'h0;
+    \$77  = group;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
+        \$77  = 1'h0;
       end
     end
     if (issue) begin
-      if (\$54 ) begin
-        \$76  = \$55 [0];
+      if (\$55 ) begin
+        \$77  = \$56 [0];
       end
     end
     if (rst) begin
-      \$76  = 1'h0;
+      \$77  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$77  = base;
-    if (\$40 ) begin
-      if (\$41 ) begin
-      end else if (\$42 ) begin
-        \$77  = 5'h00;
+    \$78  = base;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
+        \$78  = 5'h00;
       end
     end
     if (issue) begin
-      if (\$54 ) begin
-        \$77  = \$56 [4:0];
+      if (\$55 ) begin
+        \$78  = \$57 [4:0];
       end
     end
     if (rst) begin
-      \$77  = 5'h00;
+      \$78  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$78  = slot;
-    if (\$40 ) begin
-      if (\$41 ) begin
-      end else if (\$42 ) begin
-        \$78  = 4'h0;
+    \$79  = slot;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
+        \$79  = 4'h0;
       end
     end
     if (issue) begin
       (* full_case = 32'd1 *)
-      if (\$54 ) begin
-        \$78  = 4'h0;
+      if (\$55 ) begin
+        \$79  = 4'h0;
       end else if (1'h1) begin
-        \$78  = \$60 [3:0];
+        \$79  = \$61 [3:0];
       end
     end
     if (rst) begin
-      \$78  = 4'h0;
+      \$79  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$79  = seq_first;
-    if (\$40 ) begin
-      if (\$41 ) begin
-      end else if (\$42 ) begin
-        \$79  = \$45 ;
-      end
-    end
-    if (rst) begin
-      \$79  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$80  = seq_end;
-    if (\$40 ) begin
-      if (\$41 ) begin
-      end else if (\$42 ) begin
+    \$80  = seq_first;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
         \$80  = \$46 ;
       end
     end
@@ -3562,25 +3548,24 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$81  = layer0_busy_cycles;
-    (* full_case = 32'd1 *)
-    if (\$40 ) begin
-    end else begin
-      \$81  = \$47 [31:0];
+    \$81  = seq_end;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
+        \$81  = \$47 ;
+      end
     end
     if (rst) begin
-      \$81  = 32'd0;
+      \$81  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$82  = layer0_stall_cycles;
+    \$82  = layer0_busy_cycles;
     (* full_case = 32'd1 *)
-    if (\$40 ) begin
+    if (\$41 ) begin
     end else begin
-      if (\$48 ) begin
-        \$82  = \$49 [31:0];
-      end
+      \$82  = \$48 [31:0];
     end
     if (rst) begin
       \$82  = 32'd0;
@@ -3588,30 +3573,44 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$83  = rbank;
-    if (issue) begin
-      if (\$54 ) begin
-        if (\$57 ) begin
-          \$83  = \$58 ;
-        end
+    \$83  = layer0_stall_cycles;
+    (* full_case = 32'd1 *)
+    if (\$41 ) begin
+    end else begin
+      if (\$49 ) begin
+        \$83  = \$50 [31:0];
       end
     end
     if (rst) begin
-      \$83  = 1'h0;
+      \$83  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$84  = layer0_steps;
+    \$84  = rbank;
     if (issue) begin
-      if (\$54 ) begin
-        if (\$57 ) begin
-          \$84  = \$59 [31:0];
+      if (\$55 ) begin
+        if (\$58 ) begin
+          \$84  = \$59 ;
         end
       end
     end
     if (rst) begin
-      \$84  = 32'd0;
+      \$84  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$85  = layer0_steps;
+    if (issue) begin
+      if (\$55 ) begin
+        if (\$58 ) begin
+          \$85  = \$60 [31:0];
+        end
+      end
+    end
+    if (rst) begin
+      \$85  = 32'd0;
     end
   end
   assign wr__data = \$6 [11:0];
@@ -3641,8 +3640,8 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
   assign \meta.empty  = meta[12];
   assign \meta.index  = meta[16:13];
   assign \meta.value  = meta[24:17];
-  assign \slot$22 [24:17] = \$25 ;
-  assign \slot$22 [16:13] = \$24 ;
+  assign \slot$22 [24:17] = \$26 ;
+  assign \slot$22 [16:13] = \$25 ;
   assign \slot$22 [12] = meta[12];
   assign \slot$22 [11] = meta[11];
   assign \slot$22 [10] = meta[10];
@@ -3654,15 +3653,16 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
   assign \slot$22 [0] = meta[0];
   assign items__ready = \$2 ;
   assign \$5  = { 3'h0, items__payload[11:4], 4'h0 };
-  assign \$12  = 1'h0;
-  assign \$13  = \$11 ;
-  assign \$19  = \$18 ;
-  assign \$23  = \$22 ;
-  assign \$28  = wr__en;
-  assign \$51  = last_slot;
-  assign \$52  = group;
-  assign \$54  = last_slot;
-  assign \$57  = group;
+  assign \$11  = busy;
+  assign \$13  = 1'h0;
+  assign \$14  = \$12 ;
+  assign \$20  = \$19 ;
+  assign \$24  = \$23 ;
+  assign \$29  = wr__en;
+  assign \$52  = last_slot;
+  assign \$53  = group;
+  assign \$55  = last_slot;
+  assign \$58  = group;
 endmodule
 
 (* generator = "Amaranth" *)
@@ -5461,40 +5461,39 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
-  wire \$12 ;
-  wire [1:0] \$13 ;
-  wire [32:0] \$14 ;
-  wire \$15 ;
-  wire [1:0] \$16 ;
-  wire [32:0] \$17 ;
-  wire [1:0] \$18 ;
-  wire [32:0] \$19 ;
+  wire [1:0] \$12 ;
+  wire [32:0] \$13 ;
+  wire \$14 ;
+  wire [1:0] \$15 ;
+  wire [32:0] \$16 ;
+  wire [1:0] \$17 ;
+  wire [32:0] \$18 ;
+  wire \$19 ;
   wire \$2 ;
-  wire \$20 ;
-  wire [1:0] \$21 ;
-  wire [32:0] \$22 ;
+  wire [1:0] \$20 ;
+  wire [32:0] \$21 ;
+  wire \$22 ;
   wire \$23 ;
   wire \$24 ;
   wire \$25 ;
   wire \$26 ;
   wire \$27 ;
-  wire \$28 ;
-  wire [2:0] \$29 ;
+  wire [2:0] \$28 ;
+  wire [3:0] \$29 ;
   wire [7:0] \$3 ;
-  wire [3:0] \$30 ;
-  wire [32:0] \$31 ;
-  reg [32:0] \$32 ;
+  wire [32:0] \$30 ;
+  reg [32:0] \$31 ;
+  reg [31:0] \$32 ;
   reg [31:0] \$33 ;
   reg [31:0] \$34 ;
   reg [31:0] \$35 ;
-  reg [31:0] \$36 ;
-  reg [32:0] \$37 ;
-  reg \$38 ;
-  reg [31:0] \$39 ;
+  reg [32:0] \$36 ;
+  reg \$37 ;
+  reg [31:0] \$38 ;
+  reg [32:0] \$39 ;
   wire \$4 ;
   reg [32:0] \$40 ;
   reg [32:0] \$41 ;
-  reg [32:0] \$42 ;
   wire \$5 ;
   wire [7:0] \$6 ;
   wire [5:0] \$7 ;
@@ -5545,7 +5544,7 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   wire [4:0] port__addr;
   wire [1:0] \port__addr$17 ;
   wire [4:0] \port__addr$20 ;
-  wire [1:0] \port__addr$22 ;
+  wire [1:0] \port__addr$23 ;
   wire [15:0] port__data;
   wire [95:0] \port__data$19 ;
   wire [15:0] \port__data$29 ;
@@ -5736,13 +5735,11 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   end
   assign \port__data$29  = _1_;
   always @(posedge clk)
-    readout_macs <= \$39 ;
+    slot_c2a <= \$39 ;
   always @(posedge clk)
-    slot_c2a <= \$40 ;
+    slot_c2b <= \$40 ;
   always @(posedge clk)
-    slot_c2b <= \$41 ;
-  always @(posedge clk)
-    \slot$45  <= \$42 ;
+    \slot$45  <= \$41 ;
   assign \$1  = config__payload[2:0] == 2'h3;
   assign \$2  = config__valid & \$1 ;
   assign \$3  = \$2  << config__payload[10:8];
@@ -5754,38 +5751,40 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   assign \$9  = slot_c1[0] & \$8 ;
   assign \$11  = slot_c2[0] & slot_c2[8];
   assign weights = slot_c2[13] ? 16'h0000 : \port__data$29 ;
-  assign \$13  = 1'h0 + port__en;
-  assign \$14  = readout_weights_reads + \$13 ;
-  assign \$15  = | \$3 [3:0];
-  assign \$16  = 1'h0 + \$15 ;
-  assign \$17  = readout_weights_writes + \$16 ;
-  assign \$18  = 1'h0 + \port__en$16 ;
-  assign \$19  = readout_bias_reads + \$18 ;
-  assign \$20  = | \$6 [3:0];
-  assign \$21  = 1'h0 + \$20 ;
-  assign \$22  = readout_bias_writes + \$21 ;
-  assign \$23  = ~ slot_c2[13];
-  assign \$24  = slot_c2[0] & \$23 ;
-  assign \$25  = | slot_c2[32:17];
-  assign \$26  = \$24  & \$25 ;
-  assign \$28  = slot_c2[2:1] == 2'h2;
-  assign \$29  = \$28  ? 3'h1 : 3'h4;
-  assign \$30  = \$29  * 1'h1;
-  assign \$31  = readout_macs + \$30 ;
+  assign \$12  = 1'h0 + port__en;
+  assign \$13  = readout_weights_reads + \$12 ;
+  assign \$14  = | \$3 [3:0];
+  assign \$15  = 1'h0 + \$14 ;
+  assign \$16  = readout_weights_writes + \$15 ;
+  assign \$17  = 1'h0 + \port__en$16 ;
+  assign \$18  = readout_bias_reads + \$17 ;
+  assign \$19  = | \$6 [3:0];
+  assign \$20  = 1'h0 + \$19 ;
+  assign \$21  = readout_bias_writes + \$20 ;
+  assign \$22  = ~ slot_c2[13];
+  assign \$23  = slot_c2[0] & \$22 ;
+  assign \$24  = | slot_c2[32:17];
+  assign \$25  = \$23  & \$24 ;
+  assign \$27  = slot_c2[2:1] == 2'h2;
+  assign \$28  = \$27  ? 3'h1 : 3'h4;
+  assign \$29  = \$28  * 1'h1;
+  assign \$30  = readout_macs + \$29 ;
   always @(posedge clk)
-    slot_c1 <= \$32 ;
+    slot_c1 <= \$31 ;
   always @(posedge clk)
-    readout_weights_reads <= \$33 ;
+    readout_weights_reads <= \$32 ;
   always @(posedge clk)
-    readout_weights_writes <= \$34 ;
+    readout_weights_writes <= \$33 ;
   always @(posedge clk)
-    readout_bias_reads <= \$35 ;
+    readout_bias_reads <= \$34 ;
   always @(posedge clk)
-    readout_bias_writes <= \$36 ;
+    readout_bias_writes <= \$35 ;
   always @(posedge clk)
-    slot_c2 <= \$37 ;
+    slot_c2 <= \$36 ;
   always @(posedge clk)
-    use_acc2a <= \$38 ;
+    use_acc2a <= \$37 ;
+  always @(posedge clk)
+    readout_macs <= \$38 ;
   \accelerator.readout.front.issue  issue (
     .clk(clk),
     .credit(credit),
@@ -5814,33 +5813,23 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$39  = readout_macs;
-    if (\$27 ) begin
-      \$39  = \$31 [31:0];
-    end
+    \$39  = slot_c2;
     if (rst) begin
-      \$39  = 32'd0;
+      \$39  = 33'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$40  = slot_c2;
+    \$40  = slot_c2a;
     if (rst) begin
       \$40  = 33'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$41  = slot_c2a;
+    \$41  = slot_c2b;
     if (rst) begin
       \$41  = 33'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$42  = slot_c2b;
-    if (rst) begin
-      \$42  = 33'h000000000;
     end
   end
   always @* begin
@@ -5853,57 +5842,67 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
     \port__en$16  = 1'h0;
-    if (\$12 ) begin
+    if (\$11 ) begin
       \port__en$16  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$32  = slot;
+    \$31  = slot;
     if (rst) begin
-      \$32  = 33'h000000000;
+      \$31  = 33'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$33  = \$14 [31:0];
+    \$32  = \$13 [31:0];
+    if (rst) begin
+      \$32  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$33  = \$16 [31:0];
     if (rst) begin
       \$33  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$34  = \$17 [31:0];
+    \$34  = \$18 [31:0];
     if (rst) begin
       \$34  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$35  = \$19 [31:0];
+    \$35  = \$21 [31:0];
     if (rst) begin
       \$35  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$36  = \$22 [31:0];
+    \$36  = slot_c1;
     if (rst) begin
-      \$36  = 32'd0;
+      \$36  = 33'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$37  = slot_c1;
+    \$37  = 1'h0;
     if (rst) begin
-      \$37  = 33'h000000000;
+      \$37  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$38  = 1'h0;
+    \$38  = readout_macs;
+    if (\$26 ) begin
+      \$38  = \$30 [31:0];
+    end
     if (rst) begin
-      \$38  = 1'h0;
+      \$38  = 32'd0;
     end
   end
   assign \items__payload$1  = items__payload;
@@ -5916,8 +5915,8 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   assign \port__addr$17  = config__payload[4:3];
   assign \port__en$18  = \$6 [3:0];
   assign \port__addr$20  = \$7 [4:0];
-  assign \port__addr$22  = slot_c2[2:1];
   assign use_acc = 1'h0;
+  assign \port__addr$23  = slot_c2[2:1];
   assign valid = slot_c2[0];
   assign first = slot_c2[8];
   assign value = slot_c2[32:17];
@@ -6029,8 +6028,7 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   assign port__data[7:4] = config__payload[14:11];
   assign port__data[3:0] = config__payload[14:11];
   assign \$10  = \$9 ;
-  assign \$12  = \$11 ;
-  assign \$27  = \$26 ;
+  assign \$26  = \$25 ;
 endmodule
 
 (* generator = "Amaranth" *)
@@ -6048,77 +6046,78 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   wire \$18 ;
   wire \$19 ;
   wire \$2 ;
-  wire [3:0] \$20 ;
-  wire [4:0] \$21 ;
-  wire \$22 ;
+  wire \$20 ;
+  wire [3:0] \$21 ;
+  wire [4:0] \$22 ;
   wire \$23 ;
-  wire [2:0] \$24 ;
-  wire [15:0] \$25 ;
-  wire [1:0] \$26 ;
-  wire [32:0] \$27 ;
-  wire \$28 ;
-  wire [1:0] \$29 ;
+  wire \$24 ;
+  wire [2:0] \$25 ;
+  wire [15:0] \$26 ;
+  wire [1:0] \$27 ;
+  wire [32:0] \$28 ;
+  wire \$29 ;
   wire \$3 ;
-  wire [32:0] \$30 ;
-  wire \$31 ;
+  wire [1:0] \$30 ;
+  wire [32:0] \$31 ;
   wire \$32 ;
   wire \$33 ;
-  wire [4:0] \$34 ;
-  wire \$35 ;
+  wire \$34 ;
+  wire [4:0] \$35 ;
   wire \$36 ;
-  wire [32:0] \$37 ;
-  wire [4:0] \$38 ;
-  wire \$39 ;
+  wire \$37 ;
+  wire [32:0] \$38 ;
+  wire [4:0] \$39 ;
   wire [3:0] \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
-  wire [3:0] \$43 ;
-  reg [3:0] \$44 ;
-  wire \$45 ;
+  wire \$43 ;
+  wire [3:0] \$44 ;
+  reg [3:0] \$45 ;
   wire \$46 ;
-  wire [32:0] \$47 ;
-  wire \$48 ;
-  wire [32:0] \$49 ;
+  wire \$47 ;
+  wire [32:0] \$48 ;
+  wire \$49 ;
   wire [4:0] \$5 ;
-  wire \$50 ;
+  wire [32:0] \$50 ;
   wire \$51 ;
   wire \$52 ;
   wire \$53 ;
   wire \$54 ;
-  wire [2:0] \$55 ;
-  wire [5:0] \$56 ;
-  wire \$57 ;
+  wire \$55 ;
+  wire [2:0] \$56 ;
+  wire [5:0] \$57 ;
   wire \$58 ;
-  wire [32:0] \$59 ;
+  wire \$59 ;
   wire [18:0] \$6 ;
-  wire [4:0] \$60 ;
-  reg [31:0] \$61 ;
+  wire [32:0] \$60 ;
+  wire [4:0] \$61 ;
   reg [31:0] \$62 ;
-  reg [3:0] \$63 ;
-  reg [31:0] \$64 ;
-  reg [1:0] \$65 ;
-  reg [3:0] \$66 ;
+  reg [31:0] \$63 ;
+  reg [3:0] \$64 ;
+  reg [31:0] \$65 ;
+  reg [1:0] \$66 ;
   reg [3:0] \$67 ;
-  reg [1:0] \$68 ;
+  reg [3:0] \$68 ;
   reg [1:0] \$69 ;
   wire \$7 ;
-  reg \$70 ;
+  reg [1:0] \$70 ;
   reg \$71 ;
-  reg [32:0] \$72 ;
-  reg [2:0] \$73 ;
-  reg \$74 ;
-  reg [3:0] \$75 ;
-  reg [1:0] \$76 ;
-  reg [4:0] \$77 ;
-  reg [3:0] \$78 ;
-  reg \$79 ;
+  reg \$72 ;
+  reg [32:0] \$73 ;
+  reg [2:0] \$74 ;
+  reg \$75 ;
+  reg [3:0] \$76 ;
+  reg [1:0] \$77 ;
+  reg [4:0] \$78 ;
+  reg [3:0] \$79 ;
   wire \$8 ;
   reg \$80 ;
-  reg [31:0] \$81 ;
+  reg \$81 ;
   reg [31:0] \$82 ;
-  reg \$83 ;
-  reg [31:0] \$84 ;
+  reg [31:0] \$83 ;
+  reg \$84 ;
+  reg [31:0] \$85 ;
   wire \$9 ;
   reg [1:0] \$signal  = 2'h0;
   reg [1:0] \$signal$31  = 2'h0;
@@ -6232,95 +6231,96 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     end
   end
   assign rd__data = _0_;
-  assign \$11  = | slot;
-  assign \$14  = \$13  | credit;
-  assign issue = busy & \$16 ;
-  assign \$17  = ! slot;
-  assign \$18  = issue & \$17 ;
-  assign \$20  = rbank ? 4'h8 : 4'h0;
-  assign \$21  = \$20  + slot;
-  assign \$22  = | n_items;
-  assign \$24  = meta[13] ? 3'h0 : rd__data[2:0];
-  assign \$25  = meta[13] ? 16'h0000 : rd__data[18:3];
-  assign \$26  = 1'h0 + rd__en;
-  assign \$27  = readout_items_reads + \$26 ;
-  assign \$29  = 1'h0 + \$28 ;
-  assign \$30  = readout_items_writes + \$29 ;
-  assign \$31  = \$signal  >> wbank;
-  assign \$32  = ~ \$31 ;
-  assign \$33  = items__valid & \$32 ;
-  assign \$34  = wcount + 1'h1;
-  assign \$35  = ~ stored;
-  assign \$36  = nonzero & \$35 ;
-  assign \$37  = readout_item_overflows + 1'h1;
-  assign \$38  = wcount + stored;
-  assign \$39  = ~ wbank;
-  assign \$40  = ~ busy;
-  assign \$41  = | drain;
-  assign \$42  = \$signal  >> rbank;
-  assign \$43  = drain - 1'h1;
-  assign \$45  = \$signal$31  >> rbank;
-  assign \$46  = \$signal$33  >> rbank;
-  assign \$47  = readout_busy_cycles + 1'h1;
-  assign \$48  = ~ issue;
-  assign \$49  = readout_stall_cycles + 1'h1;
-  assign \$50  = ! slot;
-  assign \$52  = group == 2'h2;
-  assign \$53  = ! n_items;
-  assign \$55  = group + 1'h1;
-  assign \$56  = base + 4'h8;
-  assign \$57  = group == 2'h2;
-  assign \$58  = ~ rbank;
-  assign \$59  = readout_steps + 1'h1;
-  assign \$60  = slot + 1'h1;
+  assign last_slot = \$10  >= n_items;
+  assign \$12  = | slot;
+  assign \$15  = \$14  | credit;
+  assign issue = \$11  & \$17 ;
+  assign \$18  = ! slot;
+  assign \$19  = issue & \$18 ;
+  assign \$21  = rbank ? 4'h8 : 4'h0;
+  assign \$22  = \$21  + slot;
+  assign \$23  = | n_items;
+  assign \$25  = meta[13] ? 3'h0 : rd__data[2:0];
+  assign \$26  = meta[13] ? 16'h0000 : rd__data[18:3];
+  assign \$27  = 1'h0 + rd__en;
+  assign \$28  = readout_items_reads + \$27 ;
+  assign \$30  = 1'h0 + \$29 ;
+  assign \$31  = readout_items_writes + \$30 ;
+  assign \$32  = \$signal  >> wbank;
+  assign \$33  = ~ \$32 ;
+  assign \$34  = items__valid & \$33 ;
+  assign \$35  = wcount + 1'h1;
+  assign \$36  = ~ stored;
+  assign \$37  = nonzero & \$36 ;
+  assign \$38  = readout_item_overflows + 1'h1;
+  assign \$39  = wcount + stored;
+  assign \$40  = ~ wbank;
+  assign \$41  = ~ busy;
+  assign \$42  = | drain;
+  assign \$43  = \$signal  >> rbank;
+  assign \$44  = drain - 1'h1;
+  assign \$46  = \$signal$31  >> rbank;
+  assign \$47  = \$signal$33  >> rbank;
+  assign \$48  = readout_busy_cycles + 1'h1;
+  assign \$49  = ~ issue;
+  assign \$50  = readout_stall_cycles + 1'h1;
+  assign \$51  = ! slot;
+  assign \$53  = group == 2'h2;
+  assign \$54  = ! n_items;
+  assign \$56  = group + 1'h1;
+  assign \$57  = base + 4'h8;
+  assign \$58  = group == 2'h2;
+  assign \$59  = ~ rbank;
+  assign \$60  = readout_steps + 1'h1;
+  assign \$61  = slot + 1'h1;
   always @(posedge clk)
-    readout_items_reads <= \$61 ;
+    readout_items_reads <= \$62 ;
   always @(posedge clk)
-    readout_items_writes <= \$62 ;
+    readout_items_writes <= \$63 ;
   always @(posedge clk)
-    wcount <= \$63 ;
+    wcount <= \$64 ;
   always @(posedge clk)
-    readout_item_overflows <= \$64 ;
+    readout_item_overflows <= \$65 ;
   always @(posedge clk)
-    \$signal  <= \$65 ;
+    \$signal  <= \$66 ;
   always @(posedge clk)
-    bank0_count <= \$66 ;
+    bank0_count <= \$67 ;
   always @(posedge clk)
-    bank1_count <= \$67 ;
+    bank1_count <= \$68 ;
   always @(posedge clk)
-    \$signal$31  <= \$68 ;
+    \$signal$31  <= \$69 ;
   always @(posedge clk)
-    \$signal$33  <= \$69 ;
+    \$signal$33  <= \$70 ;
   always @(posedge clk)
-    next_first <= \$70 ;
+    next_first <= \$71 ;
   always @(posedge clk)
-    wbank <= \$71 ;
+    wbank <= \$72 ;
   always @(posedge clk)
-    meta <= \$72 ;
+    meta <= \$73 ;
   always @(posedge clk)
-    drain <= \$73 ;
+    drain <= \$74 ;
   always @(posedge clk)
-    busy <= \$74 ;
+    busy <= \$75 ;
   always @(posedge clk)
-    n_items <= \$75 ;
+    n_items <= \$76 ;
   always @(posedge clk)
-    group <= \$76 ;
+    group <= \$77 ;
   always @(posedge clk)
-    base <= \$77 ;
+    base <= \$78 ;
   always @(posedge clk)
-    slot <= \$78 ;
+    slot <= \$79 ;
   always @(posedge clk)
-    seq_first <= \$79 ;
+    seq_first <= \$80 ;
   always @(posedge clk)
-    seq_end <= \$80 ;
+    seq_end <= \$81 ;
   always @(posedge clk)
-    readout_busy_cycles <= \$81 ;
+    readout_busy_cycles <= \$82 ;
   always @(posedge clk)
-    readout_stall_cycles <= \$82 ;
+    readout_stall_cycles <= \$83 ;
   always @(posedge clk)
-    rbank <= \$83 ;
+    rbank <= \$84 ;
   always @(posedge clk)
-    readout_steps <= \$84 ;
+    readout_steps <= \$85 ;
   assign \$1  = \$signal  >> wbank;
   assign \$2  = ~ \$1 ;
   assign nonzero = | items__payload[18:3];
@@ -6333,22 +6333,21 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   assign \$8  = ~ \$7 ;
   assign \$9  = items__valid & \$8 ;
   assign \$10  = slot + 1'h1;
-  assign last_slot = \$10  >= n_items;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
-          \$44  = bank0_count;
+          \$45  = bank0_count;
       1'h1:
-          \$44  = bank1_count;
+          \$45  = bank1_count;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     rd__en = 1'h0;
     if (issue) begin
-      rd__en = \$23 ;
+      rd__en = \$24 ;
     end
   end
   always @* begin
@@ -6364,107 +6363,89 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
     rd__addr = 4'h0;
     if (issue) begin
-      rd__addr = \$21 [3:0];
+      rd__addr = \$22 [3:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$61  = \$27 [31:0];
-    if (rst) begin
-      \$61  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$62  = \$30 [31:0];
+    \$62  = \$28 [31:0];
     if (rst) begin
       \$62  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$63  = wcount;
-    if (\$33 ) begin
+    \$63  = \$31 [31:0];
+    if (rst) begin
+      \$63  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$64  = wcount;
+    if (\$34 ) begin
       if (stored) begin
-        \$63  = \$34 [3:0];
+        \$64  = \$35 [3:0];
       end
       if (items__payload[19]) begin
-        \$63  = 4'h0;
+        \$64  = 4'h0;
       end
     end
     if (rst) begin
-      \$63  = 4'h0;
+      \$64  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$64  = readout_item_overflows;
-    if (\$33 ) begin
-      if (\$36 ) begin
-        \$64  = \$37 [31:0];
+    \$65  = readout_item_overflows;
+    if (\$34 ) begin
+      if (\$37 ) begin
+        \$65  = \$38 [31:0];
       end
     end
     if (rst) begin
-      \$64  = 32'd0;
+      \$65  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$65  = \$signal ;
-    if (\$33 ) begin
+    \$66  = \$signal ;
+    if (\$34 ) begin
       if (items__payload[19]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$65 [0] = 1'h1;
+              \$66 [0] = 1'h1;
           1'h1:
-              \$65 [1] = 1'h1;
+              \$66 [1] = 1'h1;
         endcase
       end
     end
     if (issue) begin
-      if (\$54 ) begin
-        if (\$57 ) begin
+      if (\$55 ) begin
+        if (\$58 ) begin
           (* full_case = 32'd1 *)
           casez (rbank)
             1'h0:
-                \$65 [0] = 1'h0;
+                \$66 [0] = 1'h0;
             1'h1:
-                \$65 [1] = 1'h0;
+                \$66 [1] = 1'h0;
           endcase
         end
       end
     end
     if (rst) begin
-      \$65  = 2'h0;
+      \$66  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$66  = bank0_count;
-    if (\$33 ) begin
+    \$67  = bank0_count;
+    if (\$34 ) begin
       if (items__payload[19]) begin
         casez (wbank)
           1'h0:
-              \$66  = \$38 [3:0];
-        endcase
-      end
-    end
-    if (rst) begin
-      \$66  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$67  = bank1_count;
-    if (\$33 ) begin
-      if (items__payload[19]) begin
-        (* full_case = 32'd1 *)
-        casez (wbank)
-          1'h0:
-              /* empty */;
-          1'h1:
-              \$67  = \$38 [3:0];
+              \$67  = \$39 [3:0];
         endcase
       end
     end
@@ -6474,33 +6455,33 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$68  = \$signal$31 ;
-    if (\$33 ) begin
+    \$68  = bank1_count;
+    if (\$34 ) begin
       if (items__payload[19]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$68 [0] = next_first;
+              /* empty */;
           1'h1:
-              \$68 [1] = next_first;
+              \$68  = \$39 [3:0];
         endcase
       end
     end
     if (rst) begin
-      \$68  = 2'h0;
+      \$68  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$69  = \$signal$33 ;
-    if (\$33 ) begin
+    \$69  = \$signal$31 ;
+    if (\$34 ) begin
       if (items__payload[19]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$69 [0] = items__payload[20];
+              \$69 [0] = next_first;
           1'h1:
-              \$69 [1] = items__payload[20];
+              \$69 [1] = next_first;
         endcase
       end
     end
@@ -6510,174 +6491,179 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$70  = next_first;
-    if (\$33 ) begin
+    \$70  = \$signal$33 ;
+    if (\$34 ) begin
       if (items__payload[19]) begin
-        \$70  = items__payload[20];
+        (* full_case = 32'd1 *)
+        casez (wbank)
+          1'h0:
+              \$70 [0] = items__payload[20];
+          1'h1:
+              \$70 [1] = items__payload[20];
+        endcase
       end
     end
     if (rst) begin
-      \$70  = 1'h1;
+      \$70  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$71  = wbank;
-    if (\$33 ) begin
+    \$71  = next_first;
+    if (\$34 ) begin
       if (items__payload[19]) begin
-        \$71  = \$39 ;
+        \$71  = items__payload[20];
       end
     end
     if (rst) begin
-      \$71  = 1'h0;
+      \$71  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$72 [32:1] = meta[32:1];
-    \$72 [0] = issue;
-    if (issue) begin
-      \$72 [2:1] = group;
-      \$72 [7:3] = base;
-      \$72 [8] = \$50 ;
-      \$72 [9] = \$51 ;
-      \$72 [10] = \$52 ;
-      \$72 [11] = seq_first;
-      \$72 [12] = seq_end;
-      \$72 [13] = \$53 ;
+    \$72  = wbank;
+    if (\$34 ) begin
+      if (items__payload[19]) begin
+        \$72  = \$40 ;
+      end
     end
     if (rst) begin
-      \$72  = 33'h000000000;
+      \$72  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$73  = drain;
-    if (\$40 ) begin
-      if (\$41 ) begin
-        \$73  = \$43 [2:0];
+    \$73 [32:1] = meta[32:1];
+    \$73 [0] = issue;
+    if (issue) begin
+      \$73 [2:1] = group;
+      \$73 [7:3] = base;
+      \$73 [8] = \$51 ;
+      \$73 [9] = \$52 ;
+      \$73 [10] = \$53 ;
+      \$73 [11] = seq_first;
+      \$73 [12] = seq_end;
+      \$73 [13] = \$54 ;
+    end
+    if (rst) begin
+      \$73  = 33'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$74  = drain;
+    if (\$41 ) begin
+      if (\$42 ) begin
+        \$74  = \$44 [2:0];
       end
     end
     if (issue) begin
-      if (\$54 ) begin
-        if (\$57 ) begin
-          \$73  = 3'h0;
+      if (\$55 ) begin
+        if (\$58 ) begin
+          \$74  = 3'h0;
         end
       end
     end
     if (rst) begin
-      \$73  = 3'h0;
+      \$74  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$74  = busy;
-    if (\$40 ) begin
-      if (\$41 ) begin
-      end else if (\$42 ) begin
-        \$74  = 1'h1;
+    \$75  = busy;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
+        \$75  = 1'h1;
       end
     end
     if (issue) begin
-      if (\$54 ) begin
-        if (\$57 ) begin
-          \$74  = 1'h0;
+      if (\$55 ) begin
+        if (\$58 ) begin
+          \$75  = 1'h0;
         end
       end
     end
     if (rst) begin
-      \$74  = 1'h0;
+      \$75  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$75  = n_items;
-    if (\$40 ) begin
-      if (\$41 ) begin
-      end else if (\$42 ) begin
-        \$75  = \$44 ;
+    \$76  = n_items;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
+        \$76  = \$45 ;
       end
     end
     if (rst) begin
-      \$75  = 4'h0;
+      \$76  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$76  = group;
-    if (\$40 ) begin
-      if (\$41 ) begin
-      end else if (\$42 ) begin
-        \$76  = 2'h0;
+    \$77  = group;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
+        \$77  = 2'h0;
       end
     end
     if (issue) begin
-      if (\$54 ) begin
-        \$76  = \$55 [1:0];
+      if (\$55 ) begin
+        \$77  = \$56 [1:0];
       end
     end
     if (rst) begin
-      \$76  = 2'h0;
+      \$77  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$77  = base;
-    if (\$40 ) begin
-      if (\$41 ) begin
-      end else if (\$42 ) begin
-        \$77  = 5'h00;
+    \$78  = base;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
+        \$78  = 5'h00;
       end
     end
     if (issue) begin
-      if (\$54 ) begin
-        \$77  = \$56 [4:0];
+      if (\$55 ) begin
+        \$78  = \$57 [4:0];
       end
     end
     if (rst) begin
-      \$77  = 5'h00;
+      \$78  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$78  = slot;
-    if (\$40 ) begin
-      if (\$41 ) begin
-      end else if (\$42 ) begin
-        \$78  = 4'h0;
+    \$79  = slot;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
+        \$79  = 4'h0;
       end
     end
     if (issue) begin
       (* full_case = 32'd1 *)
-      if (\$54 ) begin
-        \$78  = 4'h0;
+      if (\$55 ) begin
+        \$79  = 4'h0;
       end else if (1'h1) begin
-        \$78  = \$60 [3:0];
+        \$79  = \$61 [3:0];
       end
     end
     if (rst) begin
-      \$78  = 4'h0;
+      \$79  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$79  = seq_first;
-    if (\$40 ) begin
-      if (\$41 ) begin
-      end else if (\$42 ) begin
-        \$79  = \$45 ;
-      end
-    end
-    if (rst) begin
-      \$79  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$80  = seq_end;
-    if (\$40 ) begin
-      if (\$41 ) begin
-      end else if (\$42 ) begin
+    \$80  = seq_first;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
         \$80  = \$46 ;
       end
     end
@@ -6687,25 +6673,24 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$81  = readout_busy_cycles;
-    (* full_case = 32'd1 *)
-    if (\$40 ) begin
-    end else begin
-      \$81  = \$47 [31:0];
+    \$81  = seq_end;
+    if (\$41 ) begin
+      if (\$42 ) begin
+      end else if (\$43 ) begin
+        \$81  = \$47 ;
+      end
     end
     if (rst) begin
-      \$81  = 32'd0;
+      \$81  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$82  = readout_stall_cycles;
+    \$82  = readout_busy_cycles;
     (* full_case = 32'd1 *)
-    if (\$40 ) begin
+    if (\$41 ) begin
     end else begin
-      if (\$48 ) begin
-        \$82  = \$49 [31:0];
-      end
+      \$82  = \$48 [31:0];
     end
     if (rst) begin
       \$82  = 32'd0;
@@ -6713,30 +6698,44 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$83  = rbank;
-    if (issue) begin
-      if (\$54 ) begin
-        if (\$57 ) begin
-          \$83  = \$58 ;
-        end
+    \$83  = readout_stall_cycles;
+    (* full_case = 32'd1 *)
+    if (\$41 ) begin
+    end else begin
+      if (\$49 ) begin
+        \$83  = \$50 [31:0];
       end
     end
     if (rst) begin
-      \$83  = 1'h0;
+      \$83  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
-    \$84  = readout_steps;
+    \$84  = rbank;
     if (issue) begin
-      if (\$54 ) begin
-        if (\$57 ) begin
-          \$84  = \$59 [31:0];
+      if (\$55 ) begin
+        if (\$58 ) begin
+          \$84  = \$59 ;
         end
       end
     end
     if (rst) begin
-      \$84  = 32'd0;
+      \$84  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$16 ) begin end
+    \$85  = readout_steps;
+    if (issue) begin
+      if (\$55 ) begin
+        if (\$58 ) begin
+          \$85  = \$60 [31:0];
+        end
+      end
+    end
+    if (rst) begin
+      \$85  = 32'd0;
     end
   end
   assign wr__addr = \$5 [3:0];
@@ -6766,8 +6765,8 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   assign \meta.empty  = meta[13];
   assign \meta.index  = meta[16:14];
   assign \meta.value  = meta[32:17];
-  assign \slot$21 [32:17] = \$25 ;
-  assign \slot$21 [16:14] = \$24 ;
+  assign \slot$21 [32:17] = \$26 ;
+  assign \slot$21 [16:14] = \$25 ;
   assign \slot$21 [13] = meta[13];
   assign \slot$21 [12] = meta[12];
   assign \slot$21 [11] = meta[11];
@@ -6779,16 +6778,17 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
   assign \slot$21 [0] = meta[0];
   assign items__ready = \$2 ;
   assign \$6  = { items__payload[18:3], 3'h0 };
-  assign \$12  = 1'h0;
-  assign \$13  = \$11 ;
-  assign \$15  = 1'h0;
-  assign \$16  = \$14 ;
-  assign \$19  = \$18 ;
-  assign starting = \$18 ;
-  assign \$23  = \$22 ;
-  assign \$28  = wr__en;
-  assign \$51  = last_slot;
-  assign \$54  = last_slot;
+  assign \$11  = busy;
+  assign \$13  = 1'h0;
+  assign \$14  = \$12 ;
+  assign \$16  = 1'h0;
+  assign \$17  = \$15 ;
+  assign \$20  = \$19 ;
+  assign starting = \$19 ;
+  assign \$24  = \$23 ;
+  assign \$29  = wr__en;
+  assign \$52  = last_slot;
+  assign \$55  = last_slot;
 endmodule
 
 (* generator = "Amaranth" *)
