@@ -119,7 +119,7 @@ def test_test_set_figures_with_ideal_products_reproduce_the_golden_model(tmp_pat
     assert calls == [128] and again == figures
 
 
-def test_line_offsets_fold_the_mirrors_zero_input_current_into_the_bias() -> None:
+def test_line_offsets_fold_the_mirrors_zero_input_current_into_the_bias(monkeypatch) -> None:
     """Unit mirrors conduct with no input, so a row's lines do not cancel at x = 0: line_offsets
     measures that sum, and analog-eval's default trim (--synapse-trim offset) subtracts it, so the
     cells see the bias alone over zero input (untrimmed, JapaneseVowels neuron 9 lost 13 of its 14
@@ -163,13 +163,9 @@ def test_line_offsets_fold_the_mirrors_zero_input_current_into_the_bias() -> Non
 
     settings = {"synapse_ix_fa": 1000.0, "corner": "tt"}
     zeros = np.zeros((2, arr.shape[1]), dtype=np.int64)
-    orig = synapse_sim.load_or_measure
-    synapse_sim.load_or_measure = lambda *a, **k: leaky
-    try:
-        (cu, bu), _ = _array_drive(view, zeros, Path("unused"), settings)
-        (ct, bt), _ = _array_drive(view, zeros, Path("unused"), settings | {"synapse_trim": "offset"})
-    finally:
-        synapse_sim.load_or_measure = orig
+    monkeypatch.setattr(synapse_sim, "load_or_measure", lambda *a, **k: leaky)
+    (cu, bu), _ = _array_drive(view, zeros, Path("unused"), settings)
+    (ct, bt), _ = _array_drive(view, zeros, Path("unused"), settings | {"synapse_trim": "offset"})
     assert np.abs(cu - wts["b_cand"]).max() >= 1  # the untrimmed drive is off by the leakage
     np.testing.assert_allclose(ct, np.broadcast_to(wts["b_cand"], ct.shape), atol=0.5)
     np.testing.assert_allclose(bt, np.broadcast_to(wts["b_thr"], bt.shape), atol=0.5)
