@@ -65,7 +65,7 @@ def test_side_by_side_for_a_small_bmru_bundle_and_the_cache(bmru_build, tmp_path
     # a BMRU cell (~1-4 nW) is nowhere near a constant or a unit slip of its pA-nA currents
     assert 0.5 < an["layer_nw"]["cells"] / 2 < 10
     rows = fig["side_by_side"]
-    assert [r["path"] for r in rows] == ["digital", "digital", "digital", "analog", "analog", "analog"]
+    assert [r["path"] for r in rows] == ["digital"] * 3 + ["analog"] * 4 + ["published"]
     assert an["synapses_nw"] > 0 and rows[4]["pj_per_step"] == pytest.approx(an["synapse_pj_per_step"])
     assert "synapse mirror arrays" in rows[4]["figure"]
     for r in rows:
@@ -73,6 +73,11 @@ def test_side_by_side_for_a_small_bmru_bundle_and_the_cache(bmru_build, tmp_path
         assert r["nj_per_inference"] == pytest.approx(r["pj_per_step"] * t * 1e-3, rel=1e-9)
         assert r["power_uw"] == pytest.approx(r["pj_per_step"] * 100 * 1e-6, rel=1e-9)
     assert rows[3]["pj_per_step"] == pytest.approx(an["energy_pj_per_step"])
+    # the layer with its synapses: cells + arrays + candidate input currents, beside the published 100 nW
+    assert rows[6]["pj_per_step"] == pytest.approx(sum(r["pj_per_step"] for r in rows[3:6]))
+    assert rows[6]["figure"] == "analog layer total, synapses included"
+    assert rows[7]["power_uw"] == pytest.approx(0.1) and "100 nW" in rows[7]["figure"]
+    assert rows[7]["nj_per_inference"] == pytest.approx(0.1e-6 * t / 100 * 1e9)
     assert rows[0]["pj_per_step"] == pytest.approx(fig["energy"]["dynamic_pj_per_step"])
     assert "## Digital and analog side by side" in md and "| analog | 2 recurrent cells, ngspice" in md
     assert "not shown beside it" not in md
@@ -128,7 +133,7 @@ def test_a_bundle_the_analog_path_cannot_build_gets_its_reason(tmp_path) -> None
     an = fig["analog"]
     assert an["status"] == "not buildable"
     assert "2 layers (supported: 1)" in an["reason"] and "analog path" in an["reason"]
-    assert [r["path"] for r in fig["side_by_side"]] == ["digital"] * 3
+    assert [r["path"] for r in fig["side_by_side"]] == ["digital"] * 3 + ["published"]
     md = render_markdown(fig, None, None)
     assert "## Digital and analog side by side" in md
     assert "Analog (ngspice): **not buildable**: bundle" in md
@@ -148,7 +153,7 @@ def test_no_analog_and_a_missing_simulator(bmru_build, tmp_path, monkeypatch) ->
     fig, md, _ = _report(bmru_build, tmp_path / "off", "--no-analog")
     assert fig["analog"] == {"status": "not measured", "reason": "--no-analog"}
     assert "not shown beside it: not measured: --no-analog." in md
-    assert [r["path"] for r in fig["side_by_side"]] == ["digital"] * 3
+    assert [r["path"] for r in fig["side_by_side"]] == ["digital"] * 3 + ["published"]
 
     monkeypatch.setattr(report_analog, "availability", lambda: "ngspice not found; install it")
     fig, md, output = _report(bmru_build, tmp_path / "auto")

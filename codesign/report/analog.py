@@ -42,6 +42,7 @@ import numpy as np
 
 from codesign.atomic import write_text
 from codesign.errors import CodesignError
+from codesign.report.references import BMRU_KWS
 
 __all__ = [
     "CACHE_DIR",
@@ -490,5 +491,23 @@ def side_by_side(figures: dict) -> list[dict]:
                 "the DACs or synapses that would make it",
                 an["input_pj_per_step"],
             ),
+            row(
+                "analog",
+                "analog layer total, synapses included",
+                "the three analog rows above: cells, synapse arrays, candidate input currents",
+                "the stage that scales the sums into the cells' currents, the input DACs' own circuits, "
+                "input encoding, readout, the loads of the output currents",
+                an["energy_pj_per_step"] + an["synapse_pj_per_step"] + an["input_pj_per_step"],
+            ),
         ]
+    rows.append(
+        row(
+            "published",
+            f"{BMRU_KWS['chip']}: {BMRU_KWS['figure']}",
+            f"{BMRU_KWS['source']}; its power as published, charged over this report's "
+            f"{t:.0f} steps at {rate:g} steps/s",
+            "another chip and task: its network, front end and step rate are not this bundle's",
+            BMRU_KWS["power_uw"] * 1e6 / rate,
+        )
+    )
     return rows
