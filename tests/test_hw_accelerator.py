@@ -48,6 +48,7 @@ def assert_matches_golden(
     share="off",
     narrow="off",
     share_updates="off",
+    merge="off",
 ):
     result = simulate(
         bundle,
@@ -60,6 +61,7 @@ def assert_matches_golden(
         share=share,
         narrow=narrow,
         share_updates=share_updates,
+        merge=merge,
     )
     layer_macs = np.zeros(len(bundle.manifest.layers), dtype=np.int64)
     layer_events = np.zeros_like(layer_macs)
@@ -926,3 +928,80 @@ def test_block_rams_go_where_they_save_the_most_logic() -> None:
     plan = plan_accelerator(manifest, 2, target="up5k", frozen=True, share="auto")
     used = sum(chip.blocks_for(m.depth, m.width) for m in plan.memories if m.style == "block")
     assert used == chip.block_rams - chip.reserved_block_rams
+
+
+@pytest.mark.parametrize(
+    ("name", "lanes", "target", "weights"),
+    [
+        ("japanese_vowels_cmru2", 2, "ecp5", "runtime"),  # parameters written by config beats
+        ("japanese_vowels_cmru2", 2, "ecp5", "frozen"),  # the parameter ROMs ride along as initial values
+        ("spoken_digits_mingru", 4, "generic", "baked"),  # no block RAMs to count: every writable part
+    ],
+)
+def test_merged_memories_match_golden(name: str, lanes: int, target: str, weights: str) -> None:
+    """``--merge auto``: the parameters, state and pooled sums an engine reads on a group's last
+    slot, side by side in one physical word with a write enable per slice: the same states,
+    logits, cycles and memory reads and writes as with a memory each."""
+    bundle = load_bundle(BUNDLES / name)
+    frozen = weights == "frozen"
+    merged = plan_accelerator(bundle.manifest, lanes, target=target, frozen=frozen, merge="auto")
+    apart = plan_accelerator(bundle.manifest, lanes, target=target, frozen=frozen)
+    physical = merged.physical_memories()
+    assert physical and not apart.physical_memories()
+    for phys, parts in physical.items():
+        engine = phys.removesuffix("_held")
+        assert [p.name.removeprefix(f"{engine}_") for p in parts][:2] in (
+            ["params", "state"],
+            ["state", "pool"],
+        )
+        assert len({p.depth for p in parts}) == 1 and len({p.style for p in parts}) == 1
+        assert [p.offset for p in parts] == [sum(q.width for q in parts[:i]) for i in range(len(parts))]
+    if frozen:  # a ROM joins only where the word takes no more block RAMs: here it does not
+        assert all(any(p.rom for p in parts) for parts in physical.values())
+    assert merged.shape_key()["merge"] == "auto" and "merge" not in apart.shape_key()
+    xs = random_integer_inputs(bundle, sequences=2, steps=(2, 5), seed=5)
+    got = assert_matches_golden(bundle, xs, lanes=lanes, seed=5, target=target, weights=weights, merge="auto")
+    ref = simulate(bundle, xs, lanes=lanes, seed=5, target=target, weights=weights)
+    assert got.cycles == ref.cycles
+    for parts in physical.values():
+        for p in parts:
+            for what in ("reads", "writes"):
+                key = f"{p.name}_{what}"
+                if key in ref.counters:
+                    assert got.counters[key] == ref.counters[key], key
+
+
+def test_merge_takes_a_block_ram_only_where_it_saves_one(tmp_path: Path) -> None:
+    """The d = 256, 256-input CMRU on the ECP5: 8-bit parameters and 16-bit state words, 256 deep,
+    merge into one 24-bit word of one DP16KD (apart: two memories the plan put in LUT RAM). On
+    the UP5K (EBRs 16 bits wide) JapaneseVowels' layer 1 merges its state and pooled sums but
+    leaves its 16-bit parameter ROM in LUTs, which would take one more EBR. ``build.json``
+    records what shares which word."""
+    manifest = random_network_manifest(
+        inputs=256, layers=[{"cell": "cmru", "size": 256, "weight_bits": 4}], classes=10, seed=1
+    )
+    plan = plan_accelerator(manifest, 1, target="ecp5", counters="none", merge="auto")
+    (parts,) = plan.physical_memories().values()
+    assert [(p.name, p.offset, p.width) for p in parts] == [("layer0_params", 0, 8), ("layer0_state", 8, 16)]
+    assert {p.style for p in parts} == {"block"}
+    assert get_target("ecp5").blocks_for(256, 24) == 1
+    jv = load_bundle(BUNDLES / "japanese_vowels_cmru2")
+    up5k = plan_accelerator(
+        jv.manifest, 2, target="up5k", frozen=True, spram=True, share="auto", merge="auto"
+    )
+    layer1 = up5k.layers[1].memories
+    assert (
+        layer1["params"].shared is None and layer1["state"].shared == layer1["pool"].shared == "layer1_held"
+    )
+    with pytest.raises(CodesignError, match="--merge 'yes' is not one of off, auto"):
+        plan_accelerator(manifest, 1, merge="yes")
+    from codesign.hw.build import build_rtl
+
+    info = build_rtl(BUNDLES / "japanese_vowels_cmru2", tmp_path / "b", lanes=2, target="ecp5", merge="auto")
+    physical = info["plan"]["physical"]
+    assert info["plan"]["merge"] == "auto" and set(physical) == {"layer0_held", "layer1_held"}
+    held = physical["layer1_held"]
+    assert [p["name"] for p in held["parts"]] == ["layer1_params", "layer1_state", "layer1_pool"]
+    assert held["width"] == sum(p["width"] for p in held["parts"]) and held["depth"] == 8
+    shared = {m["name"]: m["shared"] for m in info["plan"]["memories"]}
+    assert shared["layer1_pool"] == "layer1_held" and shared["layer1_weights"] is None
