@@ -26,7 +26,7 @@ from codesign.errors import CodesignError
 from codesign.golden import run_golden
 from codesign.hw import Accelerator
 from codesign.hw.issue import drain_cycles
-from codesign.hw.plan import frozen_shift_ranges, parse_share, plan_accelerator, resolve_narrow
+from codesign.hw.plan import MERGED_KEYS, frozen_shift_ranges, parse_share, plan_accelerator, resolve_narrow
 from codesign.hw.pysim import item_beats, simulate
 from codesign.hw.targets import get_target
 from codesign.intmath import signed_range
@@ -931,44 +931,55 @@ def test_block_rams_go_where_they_save_the_most_logic() -> None:
 
 
 @pytest.mark.parametrize(
-    ("name", "lanes", "target", "weights"),
+    ("name", "lanes", "target", "weights", "share"),
     [
-        ("japanese_vowels_cmru2", 2, "ecp5", "runtime"),  # parameters written by config beats
-        ("japanese_vowels_cmru2", 2, "ecp5", "frozen"),  # the parameter ROMs ride along as initial values
-        ("spoken_digits_mingru", 4, "generic", "baked"),  # no block RAMs to count: every writable part
+        ("japanese_vowels_cmru2", 2, "ecp5", "runtime", "off"),  # parameters, biases written by config
+        ("japanese_vowels_cmru2", 2, "ecp5", "frozen", "off"),  # parameter ROMs ride along as initial values
+        ("japanese_vowels_cmru2", 4, "up5k", "runtime", "1"),  # folded (--narrow auto): slice by slice
+        ("spoken_digits_mingru", 4, "generic", "baked", "off"),  # no block RAMs to count: every writable part
     ],
 )
-def test_merged_memories_match_golden(name: str, lanes: int, target: str, weights: str) -> None:
+def test_merged_memories_match_golden(name: str, lanes: int, target: str, weights: str, share: str) -> None:
     """``--merge auto``: the parameters, state and pooled sums an engine reads on a group's last
-    slot, side by side in one physical word with a write enable per slice: the same states,
-    logits, cycles and memory reads and writes as with a memory each."""
+    slot, and the biases and kept sums it reads on a group's first, each side by side in one
+    physical word with a write enable per slice: the same states, logits, cycles and memory reads
+    and writes (each part's own) as with a memory each."""
     bundle = load_bundle(BUNDLES / name)
     frozen = weights == "frozen"
-    merged = plan_accelerator(bundle.manifest, lanes, target=target, frozen=frozen, merge="auto")
-    apart = plan_accelerator(bundle.manifest, lanes, target=target, frozen=frozen)
+    options = {"target": target, "frozen": frozen, "share": share}
+    merged = plan_accelerator(bundle.manifest, lanes, merge="auto", **options)
+    apart = plan_accelerator(bundle.manifest, lanes, **options)
     physical = merged.physical_memories()
     assert physical and not apart.physical_memories()
     for phys, parts in physical.items():
-        engine = phys.removesuffix("_held")
-        assert [p.name.removeprefix(f"{engine}_") for p in parts][:2] in (
-            ["params", "state"],
-            ["state", "pool"],
-        )
-        assert len({p.depth for p in parts}) == 1 and len({p.style for p in parts}) == 1
+        engine, group = phys.rsplit("_", 1)
+        keys = [p.name.removeprefix(f"{engine}_") for p in parts]
+        assert set(keys) <= set(MERGED_KEYS[group]) and len(keys) >= 2
+        assert len({(p.depth, p.fold, p.style) for p in parts}) == 1
         assert [p.offset for p in parts] == [sum(q.width for q in parts[:i]) for i in range(len(parts))]
     if frozen:  # a ROM joins only where the word takes no more block RAMs: here it does not
         assert all(any(p.rom for p in parts) for parts in physical.values())
+    if share != "off":
+        assert {p.fold for parts in physical.values() for p in parts} == {2}
     assert merged.shape_key()["merge"] == "auto" and "merge" not in apart.shape_key()
     xs = random_integer_inputs(bundle, sequences=2, steps=(2, 5), seed=5)
-    got = assert_matches_golden(bundle, xs, lanes=lanes, seed=5, target=target, weights=weights, merge="auto")
-    ref = simulate(bundle, xs, lanes=lanes, seed=5, target=target, weights=weights)
+    narrow = resolve_narrow(None, target)  # the UP5K folds by default
+    got = assert_matches_golden(
+        bundle,
+        xs,
+        lanes=lanes,
+        seed=5,
+        target=target,
+        weights=weights,
+        share=share,
+        narrow=narrow,
+        merge="auto",
+    )
+    ref = simulate(
+        bundle, xs, lanes=lanes, seed=5, target=target, weights=weights, share=share, narrow=narrow
+    )
     assert got.cycles == ref.cycles
-    for parts in physical.values():
-        for p in parts:
-            for what in ("reads", "writes"):
-                key = f"{p.name}_{what}"
-                if key in ref.counters:
-                    assert got.counters[key] == ref.counters[key], key
+    assert got.counters == ref.counters  # every memory's reads and writes too
 
 
 def test_merge_takes_a_block_ram_only_where_it_saves_one(tmp_path: Path) -> None:
@@ -976,7 +987,7 @@ def test_merge_takes_a_block_ram_only_where_it_saves_one(tmp_path: Path) -> None
     merge into one 24-bit word of one DP16KD (apart: two memories the plan put in LUT RAM). On
     the UP5K (EBRs 16 bits wide) JapaneseVowels' layer 1 merges its state and pooled sums but
     leaves its 16-bit parameter ROM in LUTs, which would take one more EBR. ``build.json``
-    records what shares which word."""
+    records what shares which word (on the ECP5 layer 1's biases and kept sums share one too)."""
     manifest = random_network_manifest(
         inputs=256, layers=[{"cell": "cmru", "size": 256, "weight_bits": 4}], classes=10, seed=1
     )
@@ -999,9 +1010,10 @@ def test_merge_takes_a_block_ram_only_where_it_saves_one(tmp_path: Path) -> None
 
     info = build_rtl(BUNDLES / "japanese_vowels_cmru2", tmp_path / "b", lanes=2, target="ecp5", merge="auto")
     physical = info["plan"]["physical"]
-    assert info["plan"]["merge"] == "auto" and set(physical) == {"layer0_held", "layer1_held"}
+    assert info["plan"]["merge"] == "auto" and set(physical) == {"layer0_held", "layer1_held", "layer1_seeds"}
     held = physical["layer1_held"]
     assert [p["name"] for p in held["parts"]] == ["layer1_params", "layer1_state", "layer1_pool"]
     assert held["width"] == sum(p["width"] for p in held["parts"]) and held["depth"] == 8
     shared = {m["name"]: m["shared"] for m in info["plan"]["memories"]}
     assert shared["layer1_pool"] == "layer1_held" and shared["layer1_weights"] is None
+    assert [p["name"] for p in physical["layer1_seeds"]["parts"]] == ["layer1_bias", "layer1_acc"]

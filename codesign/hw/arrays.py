@@ -143,11 +143,20 @@ class MergedMemory:
         self._m, self._wr = m, None
         self._rd = self.memory.read_port()
         self._writes: list[_PartWrite] = []
+        self._reads: list[_Port] = []
 
     def read_port(self, part: MemoryPlan) -> _Port:
-        """``part``'s view of the one read port."""
+        """``part``'s view of the one read port: its own ``addr`` and ``en`` (so its reads are
+        counted as its own), its slice of the read data (:meth:`connect` joins them)."""
         layout = data.ArrayLayout(signed(part.elem_bits), part.elements)
-        return _Port(self._rd, data.View(layout, self._rd.data[part.offset : part.offset + part.width]))
+        port = _Port(
+            self._rd,
+            data.View(layout, self._rd.data[part.offset : part.offset + part.width]),
+            shared_addr=Signal.like(self._rd.addr, name=f"{part.name}_raddr"),
+            shared_en=Signal(name=f"{part.name}_ren"),
+        )
+        self._reads.append(port)
+        return port
 
     def write_port(self, part: MemoryPlan, *, granular: bool = False) -> _PartWrite:
         """A write port of ``part`` (call :meth:`connect_writes` once all are made)."""
@@ -155,12 +164,20 @@ class MergedMemory:
         self._writes.append(port)
         return port
 
-    def connect_writes(self) -> None:
-        """Route the parts' writes onto the physical write port: each part's data to its slice,
+    def connect(self) -> None:
+        """Route the parts' reads and writes onto the physical ports (once all are made): a read
+        when any part reads, at the address of the first part reading (parts read together read
+        one address: the plan merges only such memories); each part's write data to its slice,
         its enables to its slice's granules, the address of the first part writing."""
+        m = self._m
+        m.d.comb += self._rd.en.eq(Cat(*(port.en for port in self._reads)).any())
+        raddr = self._reads[0].addr
+        for port in reversed(self._reads[1:]):
+            raddr = Mux(port.en, port.addr, raddr)
+        m.d.comb += self._rd.addr.eq(raddr)
         if not self._writes:
             return
-        m, g = self._m, self.granule
+        g = self.granule
         wr = self.memory.write_port(granularity=g)
         enables = [Const(0, 1)] * (self.width // g)
         for port in self._writes:

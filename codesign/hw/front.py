@@ -150,7 +150,7 @@ class MacFront(wiring.Component):
             count_memory(m, self.counters, mems[key].name, [rd], [wr] if wr is not None else [])
             ports[key] = (rd, wr)
         for mem in merged.values():
-            mem.connect_writes()
+            mem.connect()
         assert e.mode != "events" or "acc" in ports
         return ports
 

@@ -753,15 +753,19 @@ MERGE_MODES = ("off", "auto")
 reads at one address in one cycle share one physical word: :func:`_merge_memories`)."""
 
 
-MERGED_KEYS = ("params", "state", "pool")
-"""Memories ``--merge auto`` puts side by side in one word: all three are read on a group's last
-slot in C2a at the group's address (``codesign.hw.front.MacFront._read_for_update``), and the
-state and pooled sums are written together in C4 at the group's address; the parameters are
-written only by configuration beats (loaded while the accelerator is idle) or are initial values."""
+MERGED_KEYS: dict[str, tuple[str, ...]] = {"held": ("params", "state", "pool"), "seeds": ("bias", "acc")}
+"""Memories ``--merge auto`` may put side by side in one word, by physical memory (``<engine>_held``,
+``<engine>_seeds``). ``held``: read on a group's last slot in C2a at the group's address
+(``codesign.hw.front.MacFront._read_for_update``; folded, slice ``q`` on pass ``q``); the state
+and pooled sums are written together in C4 (folded, slice ``q`` ``q`` cycles later), the
+parameters only by configuration beats (loaded while the accelerator is idle) or are initial
+values. ``seeds``: the biases or an event-driven engine's kept sums, read on a group's first slot
+in C2 at the group's address (``MacFront._seeds``: one or the other, the same address); the kept
+sums are written after the group's last slot, the biases only by configuration beats."""
 
 
 def _merge_memories(engines: list[EnginePlan], merge: str, target: Target) -> list[EnginePlan]:
-    """``--merge auto``: an engine's :data:`MERGED_KEYS` memories in one physical memory of their
+    """``--merge auto``: each group of :data:`MERGED_KEYS` of an engine in one physical memory of their
     summed width, each at its bit offset (``MemoryPlan.shared``, ``offset``): one read port and
     one write port with enables per slice instead of two or three memories. They are read in the
     same cycle at the same address, so every read keeps its slot and no cycle changes.
@@ -772,7 +776,8 @@ def _merge_memories(engines: list[EnginePlan], merge: str, target: Target) -> li
     chip with block RAMs the merge is made only where it takes no more of them than the parts
     apart: the d = 256 CMRU's 8-bit parameters and 16-bit state words, 256 deep, are one 24-bit
     word of one DP16KD instead of two, while on the UP5K (EBRs at most 16 bits wide) wide words
-    gain nothing. Folded (``--narrow``) or single-port (``huge``) memories keep their own."""
+    gain nothing. Parts folded alike (``--narrow``) merge slice by slice; single-port (``huge``)
+    memories keep their own."""
     if merge not in MERGE_MODES:
         raise CodesignError(f"--merge {merge!r} is not one of {', '.join(MERGE_MODES)}")
     if merge == "off":
@@ -783,26 +788,34 @@ def _merge_memories(engines: list[EnginePlan], merge: str, target: Target) -> li
 
     out = []
     for e in engines:
-        keys = [k for k in MERGED_KEYS if k in e.memories]
-        parts = [e.memories[k] for k in keys]
-        if len(parts) < 2 or any(p.fold > 1 or p.style == "huge" or p.depth != parts[0].depth for p in parts):
-            out.append(e)
-            continue
-        chosen = [k for k in keys if not e.memories[k].rom]
-        for k in keys:  # a ROM joins where the merged word takes no more block RAMs with it
-            if e.memories[k].rom and chosen and target.maps:
-                with_rom = [e.memories[c] for c in keys if c in chosen or c == k]
-                if blocks(with_rom) <= blocks([e.memories[c] for c in chosen]):
-                    chosen.append(k)
-        chosen = [k for k in keys if k in chosen]  # in MERGED_KEYS order
-        apart = sum(blocks([e.memories[k]]) for k in chosen)
-        if len(chosen) < 2 or blocks([e.memories[k] for k in chosen]) > apart:
-            out.append(e)
-            continue
-        mems, offset = dict(e.memories), 0
-        for key in chosen:
-            mems[key] = replace(mems[key], shared=f"{e.name}_held", offset=offset)
-            offset += mems[key].width
+        mems = dict(e.memories)
+        for physical, group in MERGED_KEYS.items():
+            # the parts folded alike (a folded state and pooled sums without the unfolded parameters)
+            shapes = [(mems[k].fold, mems[k].depth) for k in group if k in mems and mems[k].style != "huge"]
+            if not shapes:
+                continue
+            common = max(shapes, key=shapes.count)
+            keys = [
+                k
+                for k in group
+                if k in mems and mems[k].style != "huge" and (mems[k].fold, mems[k].depth) == common
+            ]
+            if len(keys) < 2:
+                continue
+            chosen = [k for k in keys if not mems[k].rom]
+            for k in keys:  # a ROM joins where the merged word takes no more block RAMs with it
+                if mems[k].rom and chosen and target.maps:
+                    with_rom = [mems[c] for c in keys if c in chosen or c == k]
+                    if blocks(with_rom) <= blocks([mems[c] for c in chosen]):
+                        chosen.append(k)
+            chosen = [k for k in keys if k in chosen]  # in MERGED_KEYS order
+            apart = sum(blocks([mems[k]]) for k in chosen)
+            if len(chosen) < 2 or blocks([mems[k] for k in chosen]) > apart:
+                continue
+            offset = 0
+            for key in chosen:
+                mems[key] = replace(mems[key], shared=f"{e.name}_{physical}", offset=offset)
+                offset += mems[key].width
         out.append(replace(e, memories=mems))
     return out
 
