@@ -113,14 +113,15 @@ class MergedMemory:
     :func:`codesign.hw.plan._merge_memories`): logical memory ``k`` is bits
     ``[offset_k, offset_k + width_k)`` of every word, at the same addresses.
 
-    One read port serves all of them (they are read at one address in one cycle); each sees its
-    slice of the read data through its own :class:`_Port`, whose ``addr`` and ``en`` are the
-    physical port's (every part drives them alike). The one write port has an enable per
+    One read port serves all of them (they are read at one address in one cycle, or one of them at
+    a time); each sees its slice of the read data through its own :class:`_Port`, with its own
+    ``addr`` and ``en`` (its reads are counted as its own). The one write port has an enable per
     ``granule`` bits (the greatest common divisor of the element widths), so a part writes only
-    its slice (a configuration beat one element of it); parts writing in one cycle must write one
-    address, which the plan guarantees (the state and pooled sums are written together in C4, the
-    parameters only by configuration beats, loaded while the accelerator is idle): the first
-    writing part's address is taken."""
+    its slice (a configuration beat one element of it) and a ROM part (a frozen build's
+    parameters, as initial values) is never written. Parts writing in one cycle must write one
+    address, which the plan guarantees (``plan.MERGED_KEYS``: the state and pooled sums are
+    written together in C4; parameters and biases only by configuration beats, loaded while the
+    accelerator is idle): the first writing part's address is taken."""
 
     def __init__(self, m: Module, name: str, parts: tuple[MemoryPlan, ...], images: dict) -> None:
         self.parts = parts
@@ -140,7 +141,7 @@ class MergedMemory:
             attrs=parts[0].attrs,
         )
         m.submodules[name] = self.memory
-        self._m, self._wr = m, None
+        self._m = m
         self._rd = self.memory.read_port()
         self._writes: list[_PartWrite] = []
         self._reads: list[_Port] = []
@@ -159,7 +160,7 @@ class MergedMemory:
         return port
 
     def write_port(self, part: MemoryPlan, *, granular: bool = False) -> _PartWrite:
-        """A write port of ``part`` (call :meth:`connect_writes` once all are made)."""
+        """A write port of ``part`` (call :meth:`connect` once all ports are made)."""
         port = _PartWrite(part, granular)
         self._writes.append(port)
         return port
