@@ -773,10 +773,13 @@ def _merge_memories(engines: list[EnginePlan], merge: str, target: Target) -> li
     Which join: the writable ones (state, pooled sums, loadable parameters), and a frozen build's
     parameter ROM only where it rides along for free (the merged word takes no more block RAMs
     with it than without: it becomes initial values of the merged RAM instead of LUTs). On a
-    chip with block RAMs the merge is made only where it takes no more of them than the parts
-    apart: the d = 256 CMRU's 8-bit parameters and 16-bit state words, 256 deep, are one 24-bit
-    word of one DP16KD instead of two, while on the UP5K (EBRs at most 16 bits wide) wide words
-    gain nothing. Parts folded alike (``--narrow``) merge slice by slice; single-port (``huge``)
+    chip with block RAMs the merge is made only where it takes fewer of them than the parts apart
+    (whether they then go to block RAM or LUT RAM): the d = 256 CMRU's 8-bit parameters and 16-bit
+    state words, 256 deep, are one 24-bit word of one DP16KD instead of two, while on the UP5K
+    (EBRs at most 16 bits wide) wide words gain nothing. A merge that saves none is not made: at
+    P = 8 the same CMRU's 64- and 128-bit words, 32 deep, take the same LUT RAM either way, and
+    the merged build met yosys' abc9 assertion (``rtlil.cc:3091``; 3,451 LUT4 from abc's fallback
+    against 3,290). Off chips (generic, asic) every writable part merges. Parts folded alike (``--narrow``) merge slice by slice; single-port (``huge``)
     memories keep their own."""
     if merge not in MERGE_MODES:
         raise CodesignError(f"--merge {merge!r} is not one of {', '.join(MERGE_MODES)}")
@@ -810,7 +813,7 @@ def _merge_memories(engines: list[EnginePlan], merge: str, target: Target) -> li
                         chosen.append(k)
             chosen = [k for k in keys if k in chosen]  # in MERGED_KEYS order
             apart = sum(blocks([mems[k]]) for k in chosen)
-            if len(chosen) < 2 or blocks([mems[k] for k in chosen]) > apart:
+            if len(chosen) < 2 or (target.maps and blocks([mems[k] for k in chosen]) >= apart):
                 continue
             offset = 0
             for key in chosen:
