@@ -317,6 +317,12 @@ def bench(
             help="rtl: off or on (one update unit per layer serving its lanes in turn), as `codesign rtl`",
         ),
     ] = "off",
+    merge: Annotated[
+        str,
+        typer.Option(
+            help="rtl: off or auto (memories read together in one physical word), as `codesign rtl`"
+        ),
+    ] = "off",
 ) -> None:
     """Benchmarks that print JSON: scan and cell speed (scan), accelerator cycles per step (rtl), or
     mask-aware suRNN streaming inference against the dense path (surnn)."""
@@ -340,6 +346,7 @@ def bench(
             share=share_multipliers,
             narrow=narrow,
             share_updates=share_updates,
+            merge=merge,
         )
         if json_path is None:
             print(json.dumps(summary, indent=2))
@@ -640,6 +647,14 @@ def rtl(
             "plan.share_updates, plan.engines[].update_units)",
         ),
     ] = "off",
+    merge: Annotated[
+        str,
+        typer.Option(
+            help="off: a physical memory per logical memory; auto: the memories an engine reads at "
+            "one address in one cycle (parameters, state, pooled sums) side by side in one physical "
+            "word, at the same cycles (build.json: plan.merge, plan.physical, plan.memories[].shared)"
+        ),
+    ] = "off",
 ) -> None:
     """Generate the accelerator's Verilog for a bundle (plus a copy of the bundle)."""
     from codesign.hw.build import build_rtl
@@ -654,6 +669,7 @@ def rtl(
         share=share_multipliers,
         narrow=narrow,
         share_updates=share_updates,
+        merge=merge,
     )
     plan = info["plan"]
     engines = ", ".join(
@@ -675,6 +691,10 @@ def rtl(
             + ", ".join(f"{m['name']} x{m['fold']}" for m in plan["memories"] if m["fold"] > 1)
             if plan.get("narrow", "off") != "off"
             else ""
+        )
+        + "".join(
+            f", merged {name} ({' + '.join(p['name'] for p in phys['parts'])}: {phys['depth']} x {phys['width']})"
+            for name, phys in plan.get("physical", {}).items()
         ),
         highlight=False,
         soft_wrap=True,

@@ -191,3 +191,24 @@ def test_help_lists_commands_in_flow_panels() -> None:
     result = CliRunner().invoke(app, ["--help"], env={"COLUMNS": "120"})
     assert result.exit_code == 0
     assert result.output.index("Model") < result.output.index("Hardware") < result.output.index("Analysis")
+
+
+def test_rtl_merge(tmp_path: Path) -> None:
+    """``codesign rtl --merge auto`` on the ECP5: the CMRU layer's 8-bit parameters and 16-bit state
+    share one physical word (one block RAM instead of two), which the command names and build.json records (parts, offsets); ``off`` (the
+    default) records none; a bad value is a one-line error naming it, and no build is left."""
+    assert invoke("random-bundle", "--out", tmp_path / "b", "--d", "4", "--inputs", "3").exit_code == 0
+    args = ("rtl", tmp_path / "b", "--lanes", "1", "--target", "ecp5")
+    res = invoke(*args, "--out", tmp_path / "r", "--merge", "auto")
+    assert res.exit_code == 0, res.output
+    assert "merged layer0_held (layer0_params + layer0_state: 4 x 24)" in res.output
+    plan = json.loads((tmp_path / "r" / "build.json").read_text())["plan"]
+    held = plan["physical"]["layer0_held"]
+    assert plan["merge"] == "auto" and [p["offset"] for p in held["parts"]] == [0, held["parts"][0]["width"]]
+    res = invoke(*args, "--out", tmp_path / "o")
+    assert res.exit_code == 0, res.output
+    plan = json.loads((tmp_path / "o" / "build.json").read_text())["plan"]
+    assert plan["merge"] == "off" and plan["physical"] == {}
+    res = invoke(*args, "--out", tmp_path / "x", "--merge", "x")
+    assert res.exit_code == 2 and "--merge 'x' is not one of off, auto" in res.output
+    assert not (tmp_path / "x").exists()

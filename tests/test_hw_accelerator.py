@@ -26,7 +26,7 @@ from codesign.errors import CodesignError
 from codesign.golden import run_golden
 from codesign.hw import Accelerator
 from codesign.hw.issue import drain_cycles
-from codesign.hw.plan import frozen_shift_ranges, parse_share, plan_accelerator, resolve_narrow
+from codesign.hw.plan import MERGED_KEYS, frozen_shift_ranges, parse_share, plan_accelerator, resolve_narrow
 from codesign.hw.pysim import item_beats, simulate
 from codesign.hw.targets import get_target
 from codesign.intmath import signed_range
@@ -48,6 +48,7 @@ def assert_matches_golden(
     share="off",
     narrow="off",
     share_updates="off",
+    merge="off",
 ):
     result = simulate(
         bundle,
@@ -60,6 +61,7 @@ def assert_matches_golden(
         share=share,
         narrow=narrow,
         share_updates=share_updates,
+        merge=merge,
     )
     layer_macs = np.zeros(len(bundle.manifest.layers), dtype=np.int64)
     layer_events = np.zeros_like(layer_macs)
@@ -926,3 +928,109 @@ def test_block_rams_go_where_they_save_the_most_logic() -> None:
     plan = plan_accelerator(manifest, 2, target="up5k", frozen=True, share="auto")
     used = sum(chip.blocks_for(m.depth, m.width) for m in plan.memories if m.style == "block")
     assert used == chip.block_rams - chip.reserved_block_rams
+
+
+@pytest.mark.parametrize(
+    ("name", "lanes", "target", "weights", "share", "narrow"),
+    [
+        ("japanese_vowels_cmru2", 2, "ecp5", "runtime", "off", "off"),  # parameters, biases written by config
+        (
+            "japanese_vowels_cmru2",
+            2,
+            "ecp5",
+            "frozen",
+            "off",
+            "off",
+        ),  # parameter ROMs ride along as initial values
+        ("japanese_vowels_cmru2", 4, "generic", "runtime", "1", "auto"),  # folded: slice by slice
+        (
+            "spoken_digits_mingru",
+            4,
+            "generic",
+            "baked",
+            "off",
+            "off",
+        ),  # no block RAMs to count: every writable part
+    ],
+)
+def test_merged_memories_match_golden(
+    name: str, lanes: int, target: str, weights: str, share: str, narrow: str
+) -> None:
+    """``--merge auto``: the parameters, state and pooled sums an engine reads on a group's last
+    slot, and the biases and kept sums it reads on a group's first, each side by side in one
+    physical word with a write enable per slice: the same states, logits, cycles and memory reads
+    and writes (each part's own) as with a memory each."""
+    bundle = load_bundle(BUNDLES / name)
+    frozen = weights == "frozen"
+    options = {"target": target, "frozen": frozen, "share": share, "narrow": narrow}
+    merged = plan_accelerator(bundle.manifest, lanes, merge="auto", **options)
+    apart = plan_accelerator(bundle.manifest, lanes, **options)
+    physical = merged.physical_memories()
+    assert physical and not apart.physical_memories()
+    for phys, parts in physical.items():
+        engine, group = phys.rsplit("_", 1)
+        keys = [p.name.removeprefix(f"{engine}_") for p in parts]
+        assert set(keys) <= set(MERGED_KEYS[group]) and len(keys) >= 2
+        assert len({(p.depth, p.fold, p.style) for p in parts}) == 1
+        assert [p.offset for p in parts] == [sum(q.width for q in parts[:i]) for i in range(len(parts))]
+    if frozen:  # a ROM joins only where the word takes no more block RAMs: here it does not
+        assert all(any(p.rom for p in parts) for parts in physical.values())
+    if narrow != "off":
+        assert {p.fold for parts in physical.values() for p in parts} == {2}
+    assert merged.shape_key()["merge"] == "auto" and "merge" not in apart.shape_key()
+    xs = random_integer_inputs(bundle, sequences=2, steps=(2, 5), seed=5)
+    got = assert_matches_golden(
+        bundle,
+        xs,
+        lanes=lanes,
+        seed=5,
+        target=target,
+        weights=weights,
+        share=share,
+        narrow=narrow,
+        merge="auto",
+    )
+    ref = simulate(
+        bundle, xs, lanes=lanes, seed=5, target=target, weights=weights, share=share, narrow=narrow
+    )
+    assert got.cycles == ref.cycles
+    assert got.counters == ref.counters  # every memory's reads and writes too
+
+
+def test_merge_takes_a_block_ram_only_where_it_saves_one(tmp_path: Path) -> None:
+    """The d = 256, 256-input CMRU on the ECP5: 8-bit parameters and 16-bit state words, 256 deep,
+    merge into one 24-bit word of one DP16KD (apart: two memories the plan put in LUT RAM). On
+    the UP5K (EBRs 16 bits wide) JapaneseVowels' layer 1 state and pooled sums take as many EBRs
+    merged as apart, and at P = 8 the d = 256 words as much LUT RAM: neither merges. ``build.json``
+    records what shares which word (on the ECP5 layer 1's biases and kept sums share one too)."""
+    manifest = random_network_manifest(
+        inputs=256, layers=[{"cell": "cmru", "size": 256, "weight_bits": 4}], classes=10, seed=1
+    )
+    plan = plan_accelerator(manifest, 1, target="ecp5", counters="none", merge="auto")
+    (parts,) = plan.physical_memories().values()
+    assert [(p.name, p.offset, p.width) for p in parts] == [("layer0_params", 0, 8), ("layer0_state", 8, 16)]
+    assert {p.style for p in parts} == {"block"}
+    assert get_target("ecp5").blocks_for(256, 24) == 1
+    jv = load_bundle(BUNDLES / "japanese_vowels_cmru2")
+    up5k = plan_accelerator(
+        jv.manifest, 2, target="up5k", frozen=True, spram=True, share="auto", merge="auto"
+    )
+    assert not up5k.physical_memories()  # 8 x 32 and 8 x 48 bits: 5 EBRs apart, 5 merged
+    big8 = plan_accelerator(manifest, 8, target="ecp5", counters="none", merge="auto")
+    assert not big8.physical_memories()  # 32 x 64 and 32 x 128 bits: the same either way
+    with pytest.raises(CodesignError, match="--merge 'yes' is not one of off, auto"):
+        plan_accelerator(manifest, 1, merge="yes")
+    from codesign.hw.build import build_rtl
+
+    info = build_rtl(BUNDLES / "japanese_vowels_cmru2", tmp_path / "b", lanes=2, target="ecp5", merge="auto")
+    physical = info["plan"]["physical"]
+    assert info["plan"]["merge"] == "auto" and set(physical) == {
+        "layer1_held",
+        "layer1_seeds",
+    }  # layer 0: 48 bits take 2 blocks either way
+    held = physical["layer1_held"]
+    assert [p["name"] for p in held["parts"]] == ["layer1_params", "layer1_state", "layer1_pool"]
+    assert held["width"] == sum(p["width"] for p in held["parts"]) and held["depth"] == 8
+    shared = {m["name"]: m["shared"] for m in info["plan"]["memories"]}
+    assert shared["layer1_pool"] == "layer1_held" and shared["layer1_weights"] is None
+    assert [p["name"] for p in physical["layer1_seeds"]["parts"]] == ["layer1_bias", "layer1_acc"]

@@ -202,6 +202,7 @@ class Design:
     target: str = "generic"  # codesign rtl --target
     narrow: str = "off"  # codesign rtl --narrow
     share_updates: str = "off"  # codesign rtl --share-updates
+    merge: str = "off"  # codesign rtl --merge
 
 
 @dataclass
@@ -235,11 +236,12 @@ def build_args(d: Design) -> tuple:
         d.target,
         d.narrow,
         d.share_updates,
+        d.merge,
     )
 
 
 def _build(args: tuple) -> tuple[str, str | None]:
-    bundle, out, lanes, faults, share, weights, target, narrow, share_updates = args
+    bundle, out, lanes, faults, share, weights, target, narrow, share_updates, merge = args
     from codesign.hw.build import build_rtl
 
     try:
@@ -253,6 +255,7 @@ def _build(args: tuple) -> tuple[str, str | None]:
             target=target,
             narrow=narrow,
             share_updates=share_updates,
+            merge=merge,
         )
     except Exception as err:  # noqa: BLE001 - reported with the design's name
         return str(out), f"{type(err).__name__}: {err}"
@@ -325,6 +328,7 @@ def plan_designs(args, out: Path) -> list[Design]:
         designs.append(shared_design(args, out, name="narrow", share="on:2", narrow="auto"))
         designs.append(shared_design(args, out, name="update", share="on", narrow="auto", share_updates="on"))
         designs.append(spram_design(out))
+        designs.append(merge_design(args, out))
     if not args.quick and not args.no_references:
         for ref in sorted(p.name for p in REFERENCES.iterdir() if (p / "manifest.yaml").is_file()):
             bundle = load_bundle(REFERENCES / ref)
@@ -465,6 +469,34 @@ def spram_design(out: Path) -> Design:
     )
 
 
+def merge_design(args, out: Path) -> Design:
+    """``merge`` (``--filter merge``): the first quick shape (a DCLS CMRU layer, a BMRU layer with
+    sum pooling, P = 2) built for the ECP5 with ``--merge auto``: each layer's parameters and
+    state, and the last layer's pooled sums, side by side in one physical word, written per slice
+    (the parameters by configuration beats: ``--weights runtime`` loads every bundle through
+    ``config``). Two bundles of the shape."""
+    shape = QUICK_SHAPES[0]
+    root = out / "designs" / "merge"
+    bundles = [
+        make_shape_bundle(shape, root / f"bundle{k:02d}", f"merge_b{k}", args.seed * 1000 + 930 + k)
+        for k in range(2)
+    ]
+    return Design(
+        "merge",
+        "random",
+        root / "rtl",
+        bundles[0],
+        shape["lanes"],
+        bundles=bundles,
+        vectors=args.vectors,
+        max_steps=args.max_steps,
+        description=f"{describe(shape)}, ecp5, parameters, state and pooled sums merged per layer",
+        info={"shape": shape},
+        target="ecp5",
+        merge="auto",
+    )
+
+
 QUICK_SHAPES = [
     {
         "inputs": 4,
@@ -566,6 +598,7 @@ def plan_mutants(designs: list[Design], out: Path) -> list[Design]:
                 target=target.target,
                 narrow=target.narrow,
                 share_updates=target.share_updates,
+                merge=target.merge,
             )
         )
     return mutants

@@ -70,6 +70,7 @@ class Testbench:
             "share": self.build["plan"].get("share", "off"),
             "narrow": self.build["plan"].get("narrow", "off"),
             "share_updates": self.build["plan"].get("share_updates", "off"),
+            "merge": self.build["plan"].get("merge", "off"),
         }
         self.runtime = self.build["weights"] == "runtime"
         # a spram build (--weights spram) loads its own bundle's weights into its single-port RAMs,

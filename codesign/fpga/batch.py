@@ -5,7 +5,7 @@
     python -m codesign.fpga.batch [--bundles DIR,...] [--lanes 1,4] [--devices up5k,ecp5-25k]
                                   [--target device|generic] [--counters all|basic|none]
                                   [--weights baked|runtime|frozen] [--share-multipliers off|on|auto|N[:K]]
-                                  [--narrow off|auto] [--share-updates off|on]
+                                  [--narrow off|auto] [--share-updates off|on] [--merge off|auto]
                                   [--out build/fpga] [--area]
 
 For every bundle (default: every directory of ``models/bundles`` with a ``manifest.yaml``) and
@@ -151,6 +151,13 @@ def main(argv: list[str] | None = None) -> int:
         "(P - 1 idle issue cycles per group)",
     )
     parser.add_argument(
+        "--merge",
+        default="off",
+        choices=("off", "auto"),
+        help="codesign rtl --merge: auto puts the memories an engine reads at one address in one cycle "
+        "(parameters, state, pooled sums) in one physical word",
+    )
+    parser.add_argument(
         "--hierarchy", action="store_true", help="codesign synth --hierarchy: cells per module"
     )
     args = parser.parse_args(argv)
@@ -191,6 +198,7 @@ def main(argv: list[str] | None = None) -> int:
                         share=args.share_multipliers,
                         narrow=args.narrow,
                         share_updates=args.share_updates,
+                        merge=args.merge,
                     )
                 except CodesignError as err:
                     if "lanes" in str(err) and "outside" in str(err):

@@ -66,6 +66,9 @@ class Accelerator(wiring.Component):
     share_updates : str
         ``off`` or ``on``: one update unit per layer serving its lanes in turn, ``P - 1`` idle
         issue cycles per group (:data:`codesign.hw.plan.SHARE_UPDATE_MODES`).
+    merge : str
+        ``off`` or ``auto``: memories read at one address in one cycle in one physical word
+        (:data:`codesign.hw.plan.MERGE_MODES`).
     faults : set of str
         Deliberate bugs (:data:`codesign.hw.faults.FAULTS`) for the regression's mutation check.
     """
@@ -83,6 +86,7 @@ class Accelerator(wiring.Component):
         share: str | int = "off",
         narrow: str | None = None,
         share_updates: str = "off",
+        merge: str = "off",
     ) -> None:
         try:
             if weights not in WEIGHT_MODES:
@@ -99,6 +103,7 @@ class Accelerator(wiring.Component):
                 share=share,
                 narrow=narrow,
                 share_updates=share_updates,
+                merge=merge,
                 shift_ranges=frozen_shift_ranges(
                     bundle.manifest, {i: bundle.layer_weights(i) for i in range(len(bundle.manifest.layers))}
                 )

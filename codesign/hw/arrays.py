@@ -8,15 +8,16 @@ Write ports have one enable per element (element granularity), as the configurat
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
-from amaranth.hdl import Module, Mux, Signal, signed, unsigned
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data
 from amaranth.lib.memory import Memory
 
 from codesign.hw.plan import MemoryPlan
 
-__all__ = ["ArrayMemory", "pack_words"]
+__all__ = ["ArrayMemory", "MergedMemory", "pack_words"]
 
 
 def pack_words(words: list[list[int]], elem_bits: int) -> list[int]:
@@ -92,3 +93,103 @@ class ArrayMemory:
         read = _Port(rd, data.View(self.layout, rd.data), shared_addr=raddr, shared_en=ren)
         write = _Port(wr, data.View(self.layout, wr.data), shared_addr=waddr)
         return read, write
+
+
+class _PartWrite:
+    """The write port of one logical memory inside a :class:`MergedMemory`: its own address,
+    enable (one bit, or one per element when ``granular``) and data, which the merged memory
+    routes onto its one physical write port."""
+
+    def __init__(self, plan: MemoryPlan, granular: bool) -> None:
+        self.plan, self.granular = plan, granular
+        self.addr = Signal(range(max(2, plan.depth)), name=f"{plan.name}_waddr")
+        self.en = Signal(plan.elements if granular else 1, name=f"{plan.name}_wen")
+        self._raw = Signal(plan.width, name=f"{plan.name}_wdata")
+        self.data = data.View(data.ArrayLayout(signed(plan.elem_bits), plan.elements), self._raw)
+
+
+class MergedMemory:
+    """Logical memories side by side in one physical word (``--merge auto``,
+    :func:`codesign.hw.plan._merge_memories`): logical memory ``k`` is bits
+    ``[offset_k, offset_k + width_k)`` of every word, at the same addresses.
+
+    One read port serves all of them (they are read at one address in one cycle, or one of them at
+    a time); each sees its slice of the read data through its own :class:`_Port`, with its own
+    ``addr`` and ``en`` (its reads are counted as its own). The one write port has an enable per
+    ``granule`` bits (the greatest common divisor of the element widths), so a part writes only
+    its slice (a configuration beat one element of it) and a ROM part (a frozen build's
+    parameters, as initial values) is never written. Parts writing in one cycle must write one
+    address, which the plan guarantees (``plan.MERGED_KEYS``: the state and pooled sums are
+    written together in C4; parameters and biases only by configuration beats, loaded while the
+    accelerator is idle): the first writing part's address is taken."""
+
+    def __init__(self, m: Module, name: str, parts: tuple[MemoryPlan, ...], images: dict) -> None:
+        self.parts = parts
+        self.width = sum(part.width for part in parts)
+        depth = parts[0].depth
+        self.granule = math.gcd(*(part.elem_bits for part in parts))
+        words = [0] * depth
+        for part in parts:  # initial values: a frozen build's parameters, a baked build's too
+            image = images.get(part.name)
+            if image:
+                for addr, value in enumerate(pack_words(image, part.elem_bits)):
+                    words[addr] |= value << part.offset
+        self.memory = Memory(
+            shape=unsigned(self.width),
+            depth=depth,
+            init=words if any(words) else [],
+            attrs=parts[0].attrs,
+        )
+        m.submodules[name] = self.memory
+        self._m = m
+        self._rd = self.memory.read_port()
+        self._writes: list[_PartWrite] = []
+        self._reads: list[_Port] = []
+
+    def read_port(self, part: MemoryPlan) -> _Port:
+        """``part``'s view of the one read port: its own ``addr`` and ``en`` (so its reads are
+        counted as its own), its slice of the read data (:meth:`connect` joins them)."""
+        layout = data.ArrayLayout(signed(part.elem_bits), part.elements)
+        port = _Port(
+            self._rd,
+            data.View(layout, self._rd.data[part.offset : part.offset + part.width]),
+            shared_addr=Signal.like(self._rd.addr, name=f"{part.name}_raddr"),
+            shared_en=Signal(name=f"{part.name}_ren"),
+        )
+        self._reads.append(port)
+        return port
+
+    def write_port(self, part: MemoryPlan, *, granular: bool = False) -> _PartWrite:
+        """A write port of ``part`` (call :meth:`connect` once all ports are made)."""
+        port = _PartWrite(part, granular)
+        self._writes.append(port)
+        return port
+
+    def connect(self) -> None:
+        """Route the parts' reads and writes onto the physical ports (once all are made): a read
+        when any part reads, at the address of the first part reading (parts read together read
+        one address: the plan merges only such memories); each part's write data to its slice,
+        its enables to its slice's granules, the address of the first part writing."""
+        m = self._m
+        m.d.comb += self._rd.en.eq(Cat(*(port.en for port in self._reads)).any())
+        raddr = self._reads[0].addr
+        for port in reversed(self._reads[1:]):
+            raddr = Mux(port.en, port.addr, raddr)
+        m.d.comb += self._rd.addr.eq(raddr)
+        if not self._writes:
+            return
+        g = self.granule
+        wr = self.memory.write_port(granularity=g)
+        enables = [Const(0, 1)] * (self.width // g)
+        for port in self._writes:
+            part = port.plan
+            m.d.comb += wr.data[part.offset : part.offset + part.width].eq(port._raw)
+            per = part.elem_bits // g
+            for i in range(part.width // g):
+                bit = port.en[i // per] if port.granular else port.en[0]
+                enables[part.offset // g + i] = bit
+        m.d.comb += wr.en.eq(Cat(*enables))
+        addr = 0
+        for port in reversed(self._writes):  # the first writing part's address
+            addr = Mux(port.en.any(), port.addr, addr)
+        m.d.comb += wr.addr.eq(addr)

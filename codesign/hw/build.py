@@ -147,6 +147,8 @@ def plan_summary(plan: AcceleratorPlan) -> dict:
             "style": mem.style,
             "banks": mem.banks,
             "fold": mem.fold,
+            "shared": mem.shared,  # --merge auto: the physical memory holding it, at bit offset ...
+            "offset": mem.offset,
         }
         for mem in plan.memories
     ]
@@ -156,7 +158,17 @@ def plan_summary(plan: AcceleratorPlan) -> dict:
         "share": plan.share,
         "spram": plan.spram,  # --weights spram: memories of style "huge" are SPRAMs loaded through config
         "narrow": plan.narrow,
-        "share_updates": plan.share_updates,  # --share-updates: one update unit per layer  # --narrow: weight words folded into slices (memories[].fold)
+        "share_updates": plan.share_updates,  # --share-updates: one update unit per layer
+        "merge": plan.merge,  # --merge: memories read together in one physical word (physical)
+        "physical": {
+            name: {
+                "depth": parts[0].depth,
+                "width": sum(p.width for p in parts),
+                "style": parts[0].style,
+                "parts": [{"name": p.name, "offset": p.offset, "width": p.width} for p in parts],
+            }
+            for name, parts in plan.physical_memories().items()
+        },
         "engines": engines,
         "memories": memories,
         "counters": list(plan.counters),
@@ -175,6 +187,7 @@ def build_rtl(
     share: str | int = "off",
     narrow: str | None = None,
     share_updates: str = "off",
+    merge: str = "off",
 ) -> dict:
     """Generate ``accelerator.v`` for the bundle in ``bundle_dir`` into ``out_dir`` (atomically).
 
@@ -214,6 +227,10 @@ def build_rtl(
     share_updates : ``"off"`` or ``"on"``
         One update unit per layer serving the group's lanes in turn, at ``P - 1`` idle issue
         cycles per group (``plan.share_updates``, ``plan.engines[].update_units``).
+    merge : ``"off"`` or ``"auto"``
+        The memories an engine reads at one address in one cycle (parameters, state, pooled sums)
+        in one physical word (``plan.merge``; ``plan.memories[].shared`` and ``offset``, and
+        ``plan.physical``: each physical memory's parts, width and depth).
 
     Returns
     -------
@@ -239,6 +256,7 @@ def build_rtl(
         share=share,
         narrow=narrow,
         share_updates=share_updates,
+        merge=merge,
     )
     plan = accelerator.plan
     text = drop_huge_init(verilog.convert(accelerator, name=TOP, emit_src=False), plan)

@@ -19,7 +19,7 @@ from amaranth.hdl import Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from codesign.hw.arrays import ArrayMemory
+from codesign.hw.arrays import ArrayMemory, MergedMemory
 from codesign.hw.config import ConfigSignature, drive_config_write
 from codesign.hw.counters import CounterBank, count_memory
 from codesign.hw.issue import IssueStage, SlotLayout
@@ -107,6 +107,7 @@ class MacFront(wiring.Component):
         """Every memory of the engine with its ports: ``{key: (read port, write port)}``."""
         e, mems = self.engine, self.engine.memories
         ports = {}
+        merged: dict[str, MergedMemory] = {}  # --merge auto: physical memory -> its parts' ports
         for key in ("weights", "bias", "params", "state", "acc", "pool"):
             if key not in mems:
                 continue
@@ -116,15 +117,27 @@ class MacFront(wiring.Component):
             image = self.images.get(mems[key].name) if (loadable or rom) and not huge else None
             if rom and image is None:  # pragma: no cover - Accelerator passes images for frozen builds
                 raise ValueError(f"{mems[key].name}: a ROM needs its contents")
-            mem = ArrayMemory(m, key, mems[key], image)
+            shared = mems[key].shared
+            if shared is not None and shared not in merged:
+                parts = tuple(
+                    sorted((x for x in mems.values() if x.shared == shared), key=lambda x: x.offset)
+                )
+                merged[shared] = MergedMemory(m, shared.removeprefix(f"{e.name}_"), parts, self.images)
+            mem = merged[shared] if shared is not None else ArrayMemory(m, key, mems[key], image)
             wr = None
             if huge:
                 rd, wr = mem.shared_ports(m)
+            elif shared is not None:
+                rd = mem.read_port(mems[key])
             else:
                 rd = mem.read_port()
             m.d.comb += rd.en.eq(0)
             if not rom and not huge:
-                wr = mem.write_port(granular=loadable)
+                wr = (
+                    mem.write_port(mems[key], granular=loadable)
+                    if shared
+                    else mem.write_port(granular=loadable)
+                )
             if loadable:
                 drive_config_write(m, wr, self.config, mems[key])
             elif not rom and mems[key].fold > 1 and key in SLICED_KEYS:
@@ -136,6 +149,8 @@ class MacFront(wiring.Component):
                 m.d.comb += [wr.addr.eq(request.addr), wr.en.eq(request.en), wr.data.eq(request.data)]
             count_memory(m, self.counters, mems[key].name, [rd], [wr] if wr is not None else [])
             ports[key] = (rd, wr)
+        for mem in merged.values():
+            mem.connect()
         assert e.mode != "events" or "acc" in ports
         return ports
 

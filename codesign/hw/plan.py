@@ -56,6 +56,8 @@ __all__ = [
     "NARROW_DEFAULT_TARGETS",
     "SHARE_UPDATE_MODES",
     "NARROW_MODES",
+    "MERGE_MODES",
+    "MERGED_KEYS",
 ]
 
 MATRICES: dict[str, tuple[str, ...]] = {name: kind.matrices for name, kind in CELLS.items()} | {
@@ -128,6 +130,8 @@ class MemoryPlan:
     banks: int = 1  # memories of ``width / banks`` bits the RTL makes of it (a DCLS bank per tap)
     fold: int = 1  # a logical word split into ``fold`` slices at consecutive addresses (``--narrow``):
     # ``depth`` and ``elements`` are the physical memory's, one slice per word
+    shared: str | None = None  # ``--merge auto``: the physical memory whose word holds this one's
+    offset: int = 0  # ... at this bit offset (same addresses; :func:`_merge_memories`)
 
     @property
     def width(self) -> int:
@@ -250,6 +254,7 @@ class AcceleratorPlan:
     share: str = "off"  # multipliers shared over the matrices (--share-multipliers): off, auto or N per lane
     narrow: str = "off"  # weight words folded by the lane array's matrix passes (--narrow): off or auto
     share_updates: str = "off"  # one update unit per layer serving its lanes in turn (--share-updates)
+    merge: str = "off"  # memories read at one address in one cycle share a physical word (--merge)
 
     @property
     def engines(self) -> tuple[EnginePlan, ...]:
@@ -304,7 +309,18 @@ class AcceleratorPlan:
             key |= {"narrow": self.narrow}
         if self.share_updates != "off":  # keys of builds with an update unit per lane unchanged
             key |= {"share_updates": self.share_updates}
+        if self.merge != "off":  # keys of builds with a memory per logical memory unchanged
+            key |= {"merge": self.merge}
         return key
+
+    def physical_memories(self) -> dict[str, tuple[MemoryPlan, ...]]:
+        """``{physical memory: its logical memories, lowest bit offset first}`` of the memories
+        ``--merge auto`` put in one word (:func:`_merge_memories`); the others are their own."""
+        out: dict[str, list[MemoryPlan]] = {}
+        for mem in self.memories:
+            if mem.shared is not None:
+                out.setdefault(mem.shared, []).append(mem)
+        return {name: tuple(sorted(parts, key=lambda p: p.offset)) for name, parts in out.items()}
 
 
 def _engine_memories(e: EnginePlan, next_id: list[int]) -> dict[str, MemoryPlan]:
@@ -732,24 +748,107 @@ def _fold_weights(engines: list[EnginePlan], narrow: str) -> list[EnginePlan]:
     return out
 
 
+MERGE_MODES = ("off", "auto")
+"""``--merge``: ``off`` (a physical memory per logical memory), ``auto`` (the memories an engine
+reads at one address in one cycle share one physical word: :func:`_merge_memories`)."""
+
+
+MERGED_KEYS: dict[str, tuple[str, ...]] = {"held": ("params", "state", "pool"), "seeds": ("bias", "acc")}
+"""Memories ``--merge auto`` may put side by side in one word, by physical memory (``<engine>_held``,
+``<engine>_seeds``). ``held``: read on a group's last slot in C2a at the group's address
+(``codesign.hw.front.MacFront._read_for_update``; folded, slice ``q`` on pass ``q``); the state
+and pooled sums are written together in C4 (folded, slice ``q`` ``q`` cycles later), the
+parameters only by configuration beats (loaded while the accelerator is idle) or are initial
+values. ``seeds``: the biases or an event-driven engine's kept sums, read on a group's first slot
+in C2 at the group's address (``MacFront._seeds``: one or the other, the same address); the kept
+sums are written after the group's last slot, the biases only by configuration beats."""
+
+
+def _merge_memories(engines: list[EnginePlan], merge: str, target: Target) -> list[EnginePlan]:
+    """``--merge auto``: each group of :data:`MERGED_KEYS` of an engine in one physical memory of their
+    summed width, each at its bit offset (``MemoryPlan.shared``, ``offset``): one read port and
+    one write port with enables per slice instead of two or three memories. They are read in the
+    same cycle at the same address, so every read keeps its slot and no cycle changes.
+
+    Which join: the writable ones (state, pooled sums, loadable parameters), and a frozen build's
+    parameter ROM only where it rides along for free (the merged word takes no more block RAMs
+    with it than without: it becomes initial values of the merged RAM instead of LUTs). On a
+    chip with block RAMs the merge is made only where it takes fewer of them than the parts apart
+    (whether they then go to block RAM or LUT RAM): the d = 256 CMRU's 8-bit parameters and 16-bit
+    state words, 256 deep, are one 24-bit word of one DP16KD instead of two, while on the UP5K
+    (EBRs at most 16 bits wide) wide words gain nothing. A merge that saves none is not made: at
+    P = 8 the same CMRU's 64- and 128-bit words, 32 deep, take the same LUT RAM either way, and
+    the merged build met yosys' abc9 assertion (``rtlil.cc:3091``; 3,451 LUT4 from abc's fallback
+    against 3,290). Off chips (generic, asic) every writable part merges. Parts folded alike (``--narrow``) merge slice by slice; single-port (``huge``)
+    memories keep their own."""
+    if merge not in MERGE_MODES:
+        raise CodesignError(f"--merge {merge!r} is not one of {', '.join(MERGE_MODES)}")
+    if merge == "off":
+        return engines
+
+    def blocks(parts: list[MemoryPlan]) -> int:
+        return target.blocks_for(parts[0].depth, sum(p.width for p in parts)) if target.maps else 0
+
+    out = []
+    for e in engines:
+        mems = dict(e.memories)
+        for physical, group in MERGED_KEYS.items():
+            # the parts folded alike (a folded state and pooled sums without the unfolded parameters)
+            shapes = [(mems[k].fold, mems[k].depth) for k in group if k in mems and mems[k].style != "huge"]
+            if not shapes:
+                continue
+            common = max(shapes, key=shapes.count)
+            keys = [
+                k
+                for k in group
+                if k in mems and mems[k].style != "huge" and (mems[k].fold, mems[k].depth) == common
+            ]
+            if len(keys) < 2:
+                continue
+            chosen = [k for k in keys if not mems[k].rom]
+            for k in keys:  # a ROM joins where the merged word takes no more block RAMs with it
+                if mems[k].rom and chosen and target.maps:
+                    with_rom = [mems[c] for c in keys if c in chosen or c == k]
+                    if blocks(with_rom) <= blocks([mems[c] for c in chosen]):
+                        chosen.append(k)
+            chosen = [k for k in keys if k in chosen]  # in MERGED_KEYS order
+            apart = sum(blocks([mems[k]]) for k in chosen)
+            if len(chosen) < 2 or (target.maps and blocks([mems[k] for k in chosen]) >= apart):
+                continue
+            offset = 0
+            for key in chosen:
+                mems[key] = replace(mems[key], shared=f"{e.name}_{physical}", offset=offset)
+                offset += mems[key].width
+        out.append(replace(e, memories=mems))
+    return out
+
+
 def _map_memories(engines: list[EnginePlan], target: Target) -> list[EnginePlan]:
     """Block RAM or logic for every memory of the accelerator (:meth:`Target.map_memories`);
-    a memory already in a single-port RAM (:func:`_to_spram`) keeps it."""
+    a memory already in a single-port RAM (:func:`_to_spram`) keeps it. Memories merged into one
+    physical word (:func:`_merge_memories`) are mapped as that one memory (a RAM, not a ROM)."""
     if not target.maps:
         return engines
-    shapes = {
-        mem.name: (mem.depth, mem.width)
-        for e in engines
-        for mem in e.memories.values()
-        if mem.style != "huge"
-    }
-    roms = {mem.name for e in engines for mem in e.memories.values() if mem.rom}
+    shapes: dict[str, tuple[int, int]] = {}
+    roms: set[str] = set()
+    for e in engines:
+        for mem in e.memories.values():
+            if mem.style == "huge":
+                continue
+            name = mem.shared or mem.name
+            depth, width = shapes.get(name, (mem.depth, 0))
+            shapes[name] = (depth, width + mem.width)
+            if mem.rom and mem.shared is None:
+                roms.add(mem.name)
     banks = {mem.name: mem.banks for e in engines for mem in e.memories.values()}
-    style = target.map_memories(shapes, roms=roms & set(shapes), banks=banks)
+    style = target.map_memories(shapes, roms=roms, banks=banks)
     return [
         replace(
             e,
-            memories={k: replace(mem, style=style.get(mem.name, mem.style)) for k, mem in e.memories.items()},
+            memories={
+                k: replace(mem, style=style.get(mem.shared or mem.name, mem.style))
+                for k, mem in e.memories.items()
+            },
         )
         for e in engines
     ]
@@ -971,6 +1070,7 @@ def plan_accelerator(
     shift_ranges: Mapping[int, tuple[int, int]] | None = None,
     narrow: str | None = None,
     share_updates: str = "off",
+    merge: str = "off",
 ) -> AcceleratorPlan:
     """Derive the hardware plan; a :class:`CodesignError` names any field beyond a hardware limit.
 
@@ -986,7 +1086,9 @@ def plan_accelerator(
     matrices to the chip's single-port RAMs, loaded through ``config`` (:func:`_to_spram`).
     ``narrow`` (:data:`NARROW_MODES`) folds the weight word of an engine with shared multipliers
     into one slice per pass (:func:`_fold_weights`), before the memories are mapped; ``None``
-    takes the target's default (:func:`resolve_narrow`: ``auto`` on the UP5K).
+    takes the target's default (:func:`resolve_narrow`: ``auto`` on the UP5K). ``merge``
+    (:data:`MERGE_MODES`) puts the memories read at one address in one cycle into one physical
+    word (:func:`_merge_memories`), before the memories are mapped.
     """
     narrow = resolve_narrow(narrow, target)
     if share_updates not in SHARE_UPDATE_MODES:
@@ -1023,7 +1125,7 @@ def plan_accelerator(
     engines = _fold_weights(_assign_multipliers(engines, chip, share_per_lane, cycles), narrow)
     if spram:
         engines = _to_spram(engines, chip)
-    engines = _map_memories(engines, chip)
+    engines = _map_memories(_merge_memories(engines, merge, chip), chip)
     for e in engines:
         if e.acc_bits > MAX_DATAPATH_BITS:  # pragma: no cover - the manifest already refuses it
             raise CodesignError(f"{e.name}: accumulators of {e.acc_bits} bits exceed {MAX_DATAPATH_BITS}")
@@ -1053,4 +1155,5 @@ def plan_accelerator(
         share=share_name,
         narrow=narrow,
         share_updates=share_updates,
+        merge=merge,
     )

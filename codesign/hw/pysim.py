@@ -76,6 +76,7 @@ def simulate(
     share: str | int = "off",
     narrow: str | None = None,
     share_updates: str = "off",
+    merge: str = "off",
 ) -> PysimResult:
     """Feed integer sequences (each ``(T, M)``) through the accelerator and record what it shows.
 
@@ -92,6 +93,7 @@ def simulate(
         share=share,
         narrow=narrow,
         share_updates=share_updates,
+        merge=merge,
     )
     plan = dut.plan
     rng = np.random.default_rng(seed) if seed is not None else None

@@ -104,6 +104,7 @@ def bench_bundle(
     share: str = "off",
     narrow: str | None = None,
     share_updates: str = "off",
+    merge: str = "off",
 ) -> dict:
     """One benchmark row: ``bundle`` at ``lanes`` lanes in amaranth.sim against its cycle floor.
 
@@ -111,13 +112,20 @@ def bench_bundle(
     multiplier costs ``passes`` cycles per slot, which the floor counts too; ``narrow``
     (``--narrow``, ``None``: the target's default) folds words into slices, at no cycle;
     ``share_updates`` (``--share-updates on``) costs ``P - 1`` idle cycles per group, which the
-    floor counts too."""
+    floor counts too; ``merge`` (``--merge auto``) shares physical words, at no cycle."""
     if rate is not None:
         bundle = with_update_rate(bundle, rate, seed, block=lanes if shared else 1)
     xs = random_integer_inputs(bundle, sequences=sequences, steps=steps, seed=seed, density=density)
     start = time.perf_counter()
     result = simulate(
-        bundle, xs, lanes=lanes, target=target, share=share, narrow=narrow, share_updates=share_updates
+        bundle,
+        xs,
+        lanes=lanes,
+        target=target,
+        share=share,
+        narrow=narrow,
+        share_updates=share_updates,
+        merge=merge,
     )
     wall = time.perf_counter() - start
     total_steps = sequences * steps
@@ -188,6 +196,7 @@ def run_bench(
     share: str = "off",
     narrow: str | None = None,
     share_updates: str = "off",
+    merge: str = "off",
 ) -> dict:
     """Every bundle x lane count x density (x update rate for selective bundles); the summary dict
     (also written to ``json_path``). ``target``, ``share`` and ``narrow`` as in :func:`bench_bundle`."""
@@ -223,6 +232,7 @@ def run_bench(
                     share=share,
                     narrow=narrow,
                     share_updates=share_updates,
+                    merge=merge,
                 )
                 rows.append(row)
                 extra = ""
@@ -246,6 +256,7 @@ def run_bench(
         "share_multipliers": share,
         "narrow": resolve_narrow(narrow, target),
         "share_updates": share_updates,
+        "merge": merge,
         "rows": rows,
         "all_met": all(r["meets_target"] for r in rows),
     }
