@@ -32,7 +32,7 @@ from codesign.hw.events import EntryLayout, EventSerializer
 from codesign.hw.front import MacFront
 from codesign.hw.issue import SlotLayout
 from codesign.hw.plan import AcceleratorPlan, EnginePlan
-from codesign.hw.queue import CreditFIFO
+from codesign.hw.queue import CreditFIFO, RegisterQueue
 from codesign.hw.signature import ItemLayout, TraceLayout
 from codesign.hw.slice import StreamSlice
 from codesign.hw.update import make_update_unit, saturate
@@ -280,7 +280,10 @@ class LayerEngine(wiring.Component):
         layout = EntryLayout(e.lanes, e.groups, self.value_bits)
         plan = e.memories["queue"]
         assert plan.width == layout.size, (plan.width, layout.size)  # the plan sized the queue right
-        m.submodules.entries = queue = CreditFIFO(layout, e.queue_depth, attrs=plan.attrs)
+        if e.queue_depth == RegisterQueue.depth:  # once per sequence: two entries in flip-flops
+            m.submodules.entries = queue = RegisterQueue(layout)
+        else:
+            m.submodules.entries = queue = CreditFIFO(layout, e.queue_depth, attrs=plan.attrs)
         # a final vector is sent in the sequence's last step only (the entries of the steps before
         # were empty and unmarked: the serializer dropped them); only that step takes credits
         m.d.comb += [
@@ -289,12 +292,15 @@ class LayerEngine(wiring.Component):
             queue.reserve.eq(front.starting),
             front.credit.eq(queue.credit),
         ]
-        # a register slice: the serializer's pick (lowest changed lane, pop when it is the last)
-        # straight from the FIFO's block RAM output was the ECP5's longest path at P = 4
-        m.submodules.entry_slice = cut = StreamSlice(layout)
-        wiring.connect(m, queue.r, cut.i)
         m.submodules.serializer = ser = EventSerializer(
             lanes=e.lanes, groups=e.groups, size=e.size, value_bits=self.value_bits
         )
-        wiring.connect(m, cut.o, ser.entries)
+        if isinstance(queue, RegisterQueue):  # its output is a register already
+            wiring.connect(m, queue.r, ser.entries)
+        else:
+            # a register slice: the serializer's pick (lowest changed lane, pop when it is the
+            # last) straight from the FIFO's block RAM output was the ECP5's longest path at P = 4
+            m.submodules.entry_slice = cut = StreamSlice(layout)
+            wiring.connect(m, queue.r, cut.i)
+            wiring.connect(m, cut.o, ser.entries)
         wiring.connect(m, ser.items, wiring.flipped(self.events))
