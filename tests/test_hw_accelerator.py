@@ -437,6 +437,12 @@ def test_shared_update_build_records_one_unit(tmp_path: Path) -> None:
         if line.startswith("module ") and ".update" in line
     ]
     assert modules == ["\\accelerator.layer0.update", "\\accelerator.layer1.update"], modules
+    # the lanes' write-back values are computed once and kept per lane until the next group's
+    # turn: the folded state and pooled-sum slices are written from them (no copy), and the last
+    # layer's once-per-sequence queue is two registers with no slice behind it
+    verilog = (tmp_path / "b" / "accelerator.v").read_text()
+    assert "_wdata_" not in verilog and "pool_shared" in verilog and "pool_3" not in verilog
+    assert "\\accelerator.layer1.entry_slice" not in verilog and "\\accelerator.layer0.entry_slice" in verilog
 
 
 def test_narrow_defaults_to_auto_on_the_fpga_targets() -> None:

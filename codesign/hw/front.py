@@ -175,13 +175,19 @@ class MacFront(wiring.Component):
         cycles later from a register that took the word with the request (the C4 registers move
         on with the next slot). :func:`codesign.hw.issue.drain_cycles` keeps the next step's read
         of each slice behind its write; the next group's request comes ``passes`` cycles later at
-        the earliest, after the last slice."""
+        the earliest, after the last slice. Behind one update unit per layer the request's data
+        holds long enough (:meth:`_request_holds`) and slices 1.. are written straight from it."""
         folds, per = mem.fold, mem.elements
         logical = len(request.data)
         # the elements of slices 1.. (slice 0 is written with the request)
-        kept = {i: Signal.like(request.data[i], name=f"{mem.name}_wdata_{i}") for i in range(per, logical)}
-        with m.If(request.en):
-            m.d.sync += [reg.eq(request.data[i]) for i, reg in kept.items()]
+        if self._request_holds(mem, logical):
+            kept = {i: request.data[i] for i in range(per, logical)}
+        else:
+            kept = {
+                i: Signal.like(request.data[i], name=f"{mem.name}_wdata_{i}") for i in range(per, logical)
+            }
+            with m.If(request.en):
+                m.d.sync += [reg.eq(request.data[i]) for i, reg in kept.items()]
         en, addr = request.en, request.addr
         for q in range(folds):
             if q:
@@ -196,6 +202,24 @@ class MacFront(wiring.Component):
                 for j in range(per):
                     i = q * per + j
                     m.d.comb += wr.data[j].eq((request.data[i] if q == 0 else kept[i]) if i < logical else 0)
+
+    def _request_holds(self, mem: MemoryPlan, logical: int) -> bool:
+        """Whether a write request's data still holds when its last slice is written, so slices
+        1.. need no register of their own. With one update unit per layer (``--share-updates``)
+        lane ``l``'s C4 registers take the next group's results on its turn, ``P - 1 + passes + l``
+        cycles after this group's at the earliest (the issue stage's gap of ``P - 1`` cycles and the
+        next group's ``passes`` or more issue cycles), while slice ``q`` is written ``q`` cycles
+        after the request (``P`` cycles after the unit's first turn): the lanes of slice ``q`` must
+        be at least ``q - passes + 1``. With a unit per lane the C4 registers change every cycle."""
+        e = self.engine
+        if not e.shared_update:
+            return False
+        per_lane = logical // e.lanes
+        return all(
+            q <= e.passes - 1 + i // per_lane
+            for q in range(1, mem.fold)
+            for i in range(q * mem.elements, min(logical, (q + 1) * mem.elements))
+        )
 
     def _pass(self, slot):
         """The matrix pass of ``slot``'s part: ``part // digit_passes`` (0 without sharing)."""

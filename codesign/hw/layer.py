@@ -82,8 +82,8 @@ class LayerEngine(wiring.Component):
         m.submodules.front = front = self.front
         wiring.connect(m, wiring.flipped(self.items), front.items)
         wiring.connect(m, wiring.flipped(self.config), front.config)
-        s4, finalize4, lane_regs = self._update(m, front)
-        entry, finalize4 = self._write_back(m, front, s4, finalize4, lane_regs)
+        s4, finalize4, lane_results = self._update(m, front)
+        entry, finalize4 = self._write_back(m, front, s4, finalize4, lane_results)
         self._events_out(m, front, entry, finalize4)
         return m
 
@@ -132,7 +132,11 @@ class LayerEngine(wiring.Component):
                 old_pool = Mux(first, 0, front.pool[lane])
                 m.d.sync += regs["old_pool"].eq(delay(m, old_pool, late, f"old_pool_{lane}"))
             lane_regs.append(regs)
-        return s4, finalize4, lane_regs
+        results = [
+            self._lane_results(m, lane, regs, ~s4.open[lane] if e.period else None)
+            for lane, regs in enumerate(lane_regs)
+        ]
+        return s4, finalize4, results
 
     def _shared_update(self, m: Module, front: MacFront, finalize, late: int):
         """One update unit for the ``P`` lanes (``--share-updates on``): lane ``l`` of a group in
@@ -176,28 +180,72 @@ class LayerEngine(wiring.Component):
             s4.eq(delay(m, s3, late + p - 1, "slot")),
             finalize4.eq(delay(m, finalize, late + p - 1, "finalize")),
         ]
-        old = delay(m, unit.old, late, "old")
-        old_pool = None
+        unit_regs = {
+            key: getattr(unit, key) for key in ("new", "hold", "out", "gate", "saturated", "potential")
+        }
+        unit_regs["old"] = unit.old
+        if late:  # the old state beside the unit's results, seen through its fields
+            unit_regs["old"] = Signal.like(unit.old, name="old_late")
+            m.d.comb += unit_regs["old"].eq(delay(m, unit.old, late, "old"))
         if "pool" in e.memories:  # the lane's pooled sum, read with its other inputs
             pool = Array(front.pool[lane] for lane in range(p))[turn]
-            old_pool = delay(m, Mux(first, 0, pool), late, "old_pool")
-        lane_regs = []
+            unit_regs["old_pool"] = delay(m, Mux(first, 0, pool), late, "old_pool")
+        closed = None
+        if e.period:  # the turn's lane is closed this step (su_open of the group's slot)
+            open_held = Signal(p, name="open_held")
+            with m.If(finalize):
+                m.d.sync += open_held.eq(s3.open)
+            closed = delay(m, ~Mux(turn == 0, s3.open, open_held).bit_select(turn, 1), late, "closed")
+        # what C4 needs of a lane, computed once (one pooled-sum adder, not P) and kept per lane:
+        # the lane's registers are written on its turn only, so they hold for C4 and the folded
+        # writes after it (``MacFront._sliced_write``) until the next group's turn
+        results = self._lane_results(m, "shared", unit_regs, closed)
+        lane_results = []
         for lane in range(p):
-            regs = {}
-            for key in ("new", "old", "hold", "out", "gate", "saturated", "potential"):
-                regs[key] = Signal.like(getattr(unit, key), name=f"{key}_c4_{lane}")
+            kept = {}
+            for key, value in results.items():
+                if key == "kept":
+                    kept[key] = {f: Signal.like(v, name=f"kept_{f}_c4_{lane}") for f, v in value.items()}
+                    with m.If(done & (done_lane == lane)):
+                        m.d.sync += [kept[key][f].eq(v) for f, v in value.items()]
+                    continue
+                kept[key] = Signal.like(value, name=f"{key}_c4_{lane}")
                 with m.If(done & (done_lane == lane)):
-                    m.d.sync += regs[key].eq(old if key == "old" else getattr(unit, key))
-            if old_pool is not None:
-                regs["old_pool"] = Signal(signed(e.pool_bits), name=f"old_pool_c4_{lane}")
-                with m.If(done & (done_lane == lane)):
-                    m.d.sync += regs["old_pool"].eq(old_pool)
-            lane_regs.append(regs)
-        return s4, finalize4, lane_regs
+                    m.d.sync += kept[key].eq(value)
+            lane_results.append(kept)
+        return s4, finalize4, lane_results
+
+    def _lane_results(self, m: Module, name: str, regs: dict, closed) -> dict:
+        """One lane's write-back values from its update unit's outputs (``regs``): the kept state
+        fields, its output and the one before, its pooled sum, whether a saturation clipped, its
+        gate and potential. ``closed``: the selective walk closed the lane this step (it keeps its
+        whole state)."""
+        e = self.engine
+        kind = CELLS[e.kind]
+        hold = regs["hold"] if closed is None else regs["hold"] | closed
+        kept = {f: Mux(hold, regs["old"][f], regs["new"][f]) for f in e.state_fields}
+        old_out = Signal(signed(e.output_bits), name=f"old_out_{name}")
+        out = Signal(signed(e.output_bits), name=f"out_{name}")
+        m.d.comb += [old_out.eq(regs["old"][kind.output_field]), out.eq(Mux(hold, old_out, regs["out"]))]
+        saturated = regs["saturated"] & ~hold if e.period else regs["saturated"]
+        results = {
+            "kept": kept,
+            "out": out,
+            "old_out": old_out,
+            "gate": Value.cast(regs["gate"]),
+            "potential": Value.cast(regs["potential"]),
+        }
+        if "pool" in e.memories:
+            pooled, pool_clipped = self._pool(m, name, regs["old_pool"] + out)
+            results["pooled"] = pooled
+            saturated = saturated | pool_clipped
+        results["saturated"] = Value.cast(saturated)
+        return results
 
     # ------------------------------------------------------------ C4 write-back
-    def _write_back(self, m: Module, front: MacFront, s4, finalize4, lane_regs):
-        """Write the kept state (and pooled sum) back, build the group's entry and trace beat."""
+    def _write_back(self, m: Module, front: MacFront, s4, finalize4, lane_results):
+        """Write the kept state (and pooled sum) back, build the group's entry and trace beat from
+        each lane's results (:meth:`_lane_results`)."""
         e = self.engine
         p, n_fields = e.lanes, len(e.state_fields)
         kind = CELLS[e.kind]
@@ -210,31 +258,23 @@ class LayerEngine(wiring.Component):
         if pooled_sum:
             m.d.comb += [front.pool_write.addr.eq(s4.group), front.pool_write.en.eq(finalize4)]
         trace = Signal(TraceLayout(e))
-        for lane, regs in enumerate(lane_regs):
+        for lane, results in enumerate(lane_results):
             valid = 1 if lane < last_lanes else (s4.group != e.groups - 1)
-            hold = regs["hold"]
-            if e.period:  # selective update: a closed neuron keeps its whole state
-                hold = hold | ~s4.open[lane]
             for k, name in enumerate(e.state_fields):
-                kept = Mux(hold, regs["old"][name], regs["new"][name])
-                m.d.comb += front.state_write.data[lane * n_fields + k].eq(kept)
-            old_out = Signal(signed(e.output_bits), name=f"old_out_{lane}")
-            m.d.comb += old_out.eq(regs["old"][kind.output_field])
-            out = Signal(signed(e.output_bits), name=f"out_{lane}")
-            m.d.comb += out.eq(Mux(hold, old_out, regs["out"]))
-            lane_sat = regs["saturated"] & ~hold if e.period else regs["saturated"]
+                m.d.comb += front.state_write.data[lane * n_fields + k].eq(results["kept"][name])
+            out, old_out = results["out"], results["old_out"]
+            lane_sat = results["saturated"]
             if pooled_sum:
-                pooled, pool_clipped = self._pool(m, lane, regs["old_pool"] + out)
+                pooled = results["pooled"]
                 m.d.comb += front.pool_write.data[lane].eq(pooled)
-                lane_sat = lane_sat | pool_clipped
             m.d.comb += [
                 changed[lane].eq(valid & (out != old_out)),
                 saturated[lane].eq(valid & lane_sat),
                 trace.state[lane].eq(out),
-                trace.gate[lane].eq(regs["gate"]),
+                trace.gate[lane].eq(results["gate"]),
             ]
             if kind.potential_field is not None:
-                m.d.comb += trace.potential[lane].eq(regs["potential"])
+                m.d.comb += trace.potential[lane].eq(results["potential"])
             if e.emit == "delta":
                 dropped = lane == 0 and self.plan.faults.active("event_dropped", e.index)
                 m.d.comb += [
@@ -264,7 +304,7 @@ class LayerEngine(wiring.Component):
                 self.counters.count(m, f"{e.name}_open_steps", popcount(s4.open))
         return entry, finalize4
 
-    def _pool(self, m: Module, lane: int, total):
+    def _pool(self, m: Module, lane: int | str, total):
         """The saturating pooled sum of one lane (``(value, clipped)``)."""
         e = self.engine
         if self.plan.faults.active("sum_wraps", e.index):
