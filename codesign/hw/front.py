@@ -97,8 +97,10 @@ class MacFront(wiring.Component):
         m.d.sync += slot.eq(issue.slot)
         ports = self._memories(m)
         s2 = self._fetch(m, slot, ports)
-        use_acc2a = self._seeds(m, s2, ports)
-        s2a = self._mac(m, s2, use_acc2a, ports)
+        s2a = Signal(SlotLayout(self.engine), name="slot_c2a")
+        m.d.sync += s2a.eq(s2)
+        use_acc = self._seeds(m, s2a if self.late_seeds else s2, ports)
+        self._mac(m, s2, use_acc, ports)
         self._read_for_update(m, s2a, ports)
         return m
 
@@ -252,11 +254,22 @@ class MacFront(wiring.Component):
         m.d.sync += s2.eq(slot)
         return s2
 
+    @property
+    def late_seeds(self) -> bool:
+        """Whether the seeds are read in C2a and reach the adder (C2b) straight from the memory's
+        read data, without the lane array's seed register: on the UP5K, where logic cells run out
+        first (``P x matrices x acc_bits`` flip-flops, 112 in JapaneseVowels' layer 1 at P = 4)
+        and the clock target (30 MHz) leaves room for the read before the adder. Elsewhere the
+        register keeps the block RAM's clock-to-output delay off the adder's path."""
+        return self.plan.target == "up5k"
+
     def _seeds(self, m: Module, s2, ports):
         """On a group's first slot, read the biases or the kept accumulators in C2, so they reach
         the lane array's adder (C2b) through one register (its ``seeds`` port is sampled one cycle
         after the operands): reading them with the weights in C1 cost a second register per
-        product (``P x matrices x acc_bits`` flip-flops)."""
+        product (``P x matrices x acc_bits`` flip-flops). With :attr:`late_seeds` ``s2`` is the
+        slot at C2a: the read comes a cycle later and its data goes straight to the adder. Returns
+        whether the read data are the kept sums (registered: aligned with the data)."""
         b_rd = ports["bias"][0]
         acc_rd = ports["acc"][0] if "acc" in ports else None
         use_acc = Signal()
@@ -280,7 +293,7 @@ class MacFront(wiring.Component):
         return use_acc2a
 
     # ------------------------------------------------------------ C2 MAC
-    def _mac(self, m: Module, s2, use_acc2a, ports):
+    def _mac(self, m: Module, s2, use_acc, ports) -> None:
         """The lane array: operands in C2, products in C2a, sums in C2b (``acc`` at C3)."""
         e = self.engine
         p, n_mat, groups = e.lanes, len(e.matrices), e.groups
@@ -297,6 +310,7 @@ class MacFront(wiring.Component):
             lane_multipliers=e.lane_multipliers,
             digit_passes=e.digit_passes,
             folded=e.memories["weights"].fold > 1,
+            seed_register=not self.late_seeds,
         )
         m.d.comb += [
             lanes.valid.eq(s2.valid),
@@ -316,7 +330,7 @@ class MacFront(wiring.Component):
             bias_seed = 0 if no_bias else b_rd.data[(i // n_mat) * ub + (i % n_mat) % ub]
             # element k of a lane, when its pass comes, is element k mod u of the slice then read
             kept = acc_rd.data[(i // n_mat) * u + (i % n_mat) % u] if acc_rd is not None else None
-            seed = bias_seed if acc_rd is None else Mux(use_acc2a, kept, bias_seed)
+            seed = bias_seed if acc_rd is None else Mux(use_acc, kept, bias_seed)
             m.d.comb += lanes.seeds[i].eq(seed)
         last_lanes = e.size - (groups - 1) * p
         valid_lanes = Mux(s2.group == groups - 1, last_lanes, p) if last_lanes != p else p
@@ -324,9 +338,6 @@ class MacFront(wiring.Component):
             valid_lanes = sum(s2.open[lane] for lane in range(p))
         with m.If(s2.valid & ~s2.empty & (s2.value != 0) & self._first_part(s2)):
             self.counters.count(m, f"{e.name}_macs", valid_lanes * n_mat)
-        s2a = Signal(SlotLayout(e), name="slot_c2a")
-        m.d.sync += s2a.eq(s2)
-        return s2a
 
     # ------------------------------------------------------------ C2a/C2b reads for C3
     def _read_for_update(self, m: Module, s2a, ports) -> None:
