@@ -582,3 +582,35 @@ def test_register_queue_hands_an_entry_on_in_one_cycle() -> None:
         assert not ctx.get(dut.r.valid)
 
     _run(dut, bench)
+
+
+def test_registered_address_rom_reads_like_a_synchronous_port() -> None:
+    """A LUT ROM behind a registered address (the UP5K's bias and parameter ROMs) gives, cycle
+    for cycle, the words a synchronous read port gives: the word of the address presented with
+    ``en`` from the next cycle on, held while ``en`` is low."""
+    from codesign.hw.arrays import ArrayMemory
+    from codesign.hw.plan import MemoryPlan
+
+    plan = MemoryPlan("rom", 8, 3, 6, "weights", style="logic", rom=True)
+    rng = np.random.default_rng(5)
+    image = rng.integers(-32, 32, size=(8, 3)).tolist()
+    m = Module()
+    sync_rd = ArrayMemory(m, "a", plan, image).read_port()
+    lean_rd = ArrayMemory(m, "b", plan, image).registered_address_port(m)
+    addr, en = Signal(range(8)), Signal()
+    m.d.comb += [sync_rd.addr.eq(addr), sync_rd.en.eq(en), lean_rd.addr.eq(addr), lean_rd.en.eq(en)]
+
+    async def bench(ctx):
+        expected = None
+        for _ in range(200):
+            a, e = int(rng.integers(8)), bool(rng.random() < 0.5)
+            ctx.set(addr, a)
+            ctx.set(en, e)
+            await ctx.tick()
+            if e:
+                expected = image[a]
+            if expected is not None:
+                assert [ctx.get(lean_rd.data[i]) for i in range(3)] == expected
+                assert [ctx.get(sync_rd.data[i]) for i in range(3)] == expected
+
+    _run(m, bench)

@@ -122,6 +122,8 @@ class MacFront(wiring.Component):
             wr = None
             if huge:
                 rd, wr = mem.shared_ports(m)
+            elif rom and mems[key].style == "logic" and self.late_seeds:
+                rd = mem.registered_address_port(m)  # a LUT ROM: the address registered, not the word
             else:
                 rd = mem.read_port()
             m.d.comb += rd.en.eq(0)
@@ -260,7 +262,9 @@ class MacFront(wiring.Component):
         read data, without the lane array's seed register: on the UP5K, where logic cells run out
         first (``P x matrices x acc_bits`` flip-flops, 112 in JapaneseVowels' layer 1 at P = 4)
         and the clock target (30 MHz) leaves room for the read before the adder. Elsewhere the
-        register keeps the block RAM's clock-to-output delay off the adder's path."""
+        register keeps the block RAM's clock-to-output delay off the adder's path. The same
+        trade puts a ROM in LUTs behind a registered address rather than a registered word
+        (:meth:`~codesign.hw.arrays.ArrayMemory.registered_address_port`)."""
         return self.plan.target == "up5k"
 
     def _seeds(self, m: Module, s2, ports):
