@@ -359,6 +359,12 @@ def test_three_matrices_fold_into_three_slices() -> None:
         ("flip_flop_bgmingru_dcls", 2, "ecp5", "runtime", "on"),  # two-stage unit, DCLS front end
         ("japanese_vowels_cmru2_su", 4, "generic", "baked", "off"),  # selective walk
         ("parity_hsru", 4, "generic", "baked", "off"),  # one group: the gap before the next step
+        # on the UP5K the state is written one lane per turn (state_by_lane), also for units of
+        # two and three stages, two state fields, pooled sums, a selective walk and DCLS
+        ("japanese_vowels_mingru", 3, "up5k", "frozen", "off"),
+        ("flip_flop_bgmingru_dcls", 2, "up5k", "runtime", "on"),
+        ("japanese_vowels_cmru2_su", 4, "up5k", "baked", "1"),
+        ("parity_hsru", 4, "up5k", "baked", "off"),
     ],
 )
 def test_shared_update_unit_matches_golden(

@@ -40,6 +40,32 @@ def word_layout(mem: MemoryPlan, elements: int | None = None) -> data.ArrayLayou
     return data.ArrayLayout(signed(mem.elem_bits), elements or mem.elements)
 
 
+def state_by_lane(plan: AcceleratorPlan, e: EnginePlan) -> bool:
+    """Whether engine ``e`` writes its state one lane at a time, on the update unit's turn for
+    the lane (:class:`LaneWriteLayout`), instead of a whole word at C4: behind one update unit per
+    layer on the UP5K, where the state word's copy per lane kept for C4 was a flip-flop per bit
+    (64 in each JapaneseVowels layer at P = 4). A lane's fields must lie in one physical word
+    (a folded word's slice holds whole lanes); the write enables one element per field (the
+    EBR's write mask)."""
+    if plan.target != "up5k" or not e.shared_update or "state" not in e.memories:
+        return False
+    return e.memories["state"].elements % len(e.state_fields) == 0
+
+
+class LaneWriteLayout(data.StructLayout):
+    """One lane's fields of a word: ``data`` to lane ``lane`` of logical word ``addr`` when ``en``."""
+
+    def __init__(self, e: EnginePlan) -> None:
+        super().__init__(
+            {
+                "addr": unsigned(index_bits(e.groups)),
+                "lane": unsigned(index_bits(e.lanes)),
+                "en": unsigned(1),
+                "data": data.ArrayLayout(signed(e.state_bits), len(e.state_fields)),
+            }
+        )
+
+
 class WriteLayout(data.StructLayout):
     """One write of a whole word: ``data`` to word ``addr`` when ``en``; of a folded memory
     (``MemoryPlan.fold``), the logical word (``elements``) to logical address ``addr``."""
@@ -79,6 +105,9 @@ class MacFront(wiring.Component):
         members |= {
             f"{key}_write": In(WriteLayout(mems[key], logical.get(key))) for key in WRITTEN if key in mems
         }
+        if state_by_lane(plan, e):
+            del members["state_write"]
+            members["state_lane_write"] = In(LaneWriteLayout(e))
         super().__init__(members)
 
     def elaborate(self, platform):
@@ -127,9 +156,12 @@ class MacFront(wiring.Component):
             else:
                 rd = mem.read_port()
             m.d.comb += rd.en.eq(0)
+            by_lane = key == "state" and state_by_lane(self.plan, e)
             if not rom and not huge:
-                wr = mem.write_port(granular=loadable)
-            if loadable:
+                wr = mem.write_port(granular=loadable or by_lane)
+            if by_lane:
+                self._lane_write(m, wr, self.state_lane_write, mems[key])
+            elif loadable:
                 drive_config_write(m, wr, self.config, mems[key])
             elif not rom and mems[key].fold > 1 and key in SLICED_KEYS:
                 self._sliced_write(m, wr, getattr(self, f"{key}_write"), mems[key])
@@ -172,6 +204,25 @@ class MacFront(wiring.Component):
                     for j in range(u):
                         k = q * u + j
                         m.d.comb += wr.data[lane * u + j].eq(request.data[lane * n + k] if k < n else 0)
+
+    def _lane_write(self, m: Module, wr, request, mem: MemoryPlan) -> None:
+        """Write one lane's fields (:func:`state_by_lane`): lane ``l`` of logical word ``addr`` is
+        at elements ``(l mod k) x fields ..`` of physical word ``F x addr + l // k`` (``k`` lanes
+        per physical word, ``F`` slices per logical word); only its elements are enabled."""
+        e = self.engine
+        fields = len(e.state_fields)
+        per_word = mem.elements // fields
+        with m.Switch(request.lane):
+            for lane in range(e.lanes):
+                with m.Case(lane):
+                    slot, place = divmod(lane, per_word)
+                    addr = request.addr * mem.fold + slot if mem.fold > 1 else request.addr
+                    m.d.comb += wr.addr.eq(addr)
+                    for k in range(fields):
+                        m.d.comb += [
+                            wr.en[place * fields + k].eq(request.en),
+                            wr.data[place * fields + k].eq(request.data[k]),
+                        ]
 
     def _sliced_write(self, m: Module, wr, request, mem: MemoryPlan) -> None:
         """Write a word of ``mem.fold`` slices of consecutive elements (``--narrow``, the state and

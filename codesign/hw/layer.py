@@ -29,7 +29,7 @@ from codesign.bundle.cells import CELLS
 from codesign.hw.config import ConfigSignature
 from codesign.hw.counters import CounterBank
 from codesign.hw.events import EntryLayout, EventSerializer
-from codesign.hw.front import MacFront
+from codesign.hw.front import MacFront, state_by_lane
 from codesign.hw.issue import SlotLayout
 from codesign.hw.plan import AcceleratorPlan, EnginePlan
 from codesign.hw.queue import CreditFIFO, RegisterQueue
@@ -200,6 +200,20 @@ class LayerEngine(wiring.Component):
         # the lane's registers are written on its turn only, so they hold for C4 and the folded
         # writes after it (``MacFront._sliced_write``) until the next group's turn
         results = self._lane_results(m, "shared", unit_regs, closed)
+        if state_by_lane(self.plan, e):  # the state goes to its memory on the lane's turn
+            group_held = Signal.like(s3.group, name="group_held")
+            with m.If(finalize):
+                m.d.sync += group_held.eq(s3.group)
+            group = delay(m, Mux(turn == 0, s3.group, group_held), late, "update_group")
+            write = front.state_lane_write
+            m.d.comb += [write.addr.eq(group), write.lane.eq(done_lane), write.en.eq(done)]
+            m.d.comb += [write.data[k].eq(results["kept"][f]) for k, f in enumerate(e.state_fields)]
+            del results["kept"]
+        if e.emit == "delta":  # the change event once here (one subtractor, not P); its value
+            # and whether it is one are what C4 needs, not the output and the one before
+            results["delta"] = Value.cast(results["out"] - results["old_out"])
+            results["differs"] = Value.cast(results["out"] != results["old_out"])
+            del results["old_out"]
         lane_results = []
         for lane in range(p):
             kept = {}
@@ -254,21 +268,26 @@ class LayerEngine(wiring.Component):
         entry = Signal(EntryLayout(p, e.groups, self.value_bits))
         changed = Signal(p)
         saturated = Signal(p)
-        m.d.comb += [front.state_write.addr.eq(s4.group), front.state_write.en.eq(finalize4)]
+        by_lane = state_by_lane(self.plan, e)  # written on the update unit's turns instead
+        if not by_lane:
+            m.d.comb += [front.state_write.addr.eq(s4.group), front.state_write.en.eq(finalize4)]
         if pooled_sum:
             m.d.comb += [front.pool_write.addr.eq(s4.group), front.pool_write.en.eq(finalize4)]
         trace = Signal(TraceLayout(e))
         for lane, results in enumerate(lane_results):
             valid = 1 if lane < last_lanes else (s4.group != e.groups - 1)
-            for k, name in enumerate(e.state_fields):
+            for k, name in enumerate(e.state_fields if not by_lane else ()):
                 m.d.comb += front.state_write.data[lane * n_fields + k].eq(results["kept"][name])
-            out, old_out = results["out"], results["old_out"]
+            out = results["out"]
+            # shared unit: the change event was computed on the lane's turn
+            differs = results["differs"] if "differs" in results else out != results["old_out"]
+            delta = results["delta"] if "delta" in results else out - results["old_out"]
             lane_sat = results["saturated"]
             if pooled_sum:
                 pooled = results["pooled"]
                 m.d.comb += front.pool_write.data[lane].eq(pooled)
             m.d.comb += [
-                changed[lane].eq(valid & (out != old_out)),
+                changed[lane].eq(valid & differs),
                 saturated[lane].eq(valid & lane_sat),
                 trace.state[lane].eq(out),
                 trace.gate[lane].eq(results["gate"]),
@@ -279,7 +298,7 @@ class LayerEngine(wiring.Component):
                 dropped = lane == 0 and self.plan.faults.active("event_dropped", e.index)
                 m.d.comb += [
                     entry.mask[lane].eq(0 if dropped else changed[lane]),
-                    entry.value[lane].eq(out - old_out),
+                    entry.value[lane].eq(delta),
                 ]
             else:
                 final = pooled if pooled_sum else out
