@@ -354,7 +354,10 @@ class LayerEngine(wiring.Component):
         m.submodules.serializer = ser = EventSerializer(
             lanes=e.lanes, groups=e.groups, size=e.size, value_bits=self.value_bits
         )
-        if isinstance(queue, RegisterQueue):  # its output is a register already
+        if isinstance(queue, RegisterQueue) or self.plan.target == "up5k":
+            # its output is a register already; or on the UP5K, whose 30 MHz leave room for the
+            # block RAM's read before the serializer's pick, and whose logic cells do not for a
+            # slice's two copies of an entry (152 flip-flops in JapaneseVowels' layer 0 at P = 4)
             wiring.connect(m, queue.r, ser.entries)
         else:
             # a register slice: the serializer's pick (lowest changed lane, pop when it is the
