@@ -161,12 +161,9 @@ class Accelerator(wiring.Component):
             m.submodules[e.name] = engine
             consumers.append(engine.config)
             wiring.connect(m, source, engine.items)
-            if plan.target == "up5k":  # 30 MHz: the serializer may feed the next engine directly
-                source = engine.events
-            else:
-                m.submodules[f"{e.name}_slice"] = cut = StreamSlice(ItemLayout(e.size, engine.value_bits))
-                wiring.connect(m, engine.events, cut.i)
-                source = cut.o
+            m.submodules[f"{e.name}_slice"] = cut = StreamSlice(ItemLayout(e.size, engine.value_bits))
+            wiring.connect(m, engine.events, cut.i)
+            source = cut.o
             m.d.comb += getattr(self, f"trace_{e.index}").eq(engine.trace)
         m.submodules.readout = self.readout
         consumers.append(self.readout.config)
