@@ -427,7 +427,7 @@ def shared_design(
     (``--filter update``, ``on``, ``--narrow auto`` and ``--share-updates on``): also one update
     unit per layer serving the lanes in turn (the DCLS minGRU's three-stage unit, alphaCMRU's),
     built for the UP5K (``target``), where the state is written one lane per turn, the seeds
-    and ROMs skip their registers and no slice sits behind a queue or between engines."""
+    and ROMs skip their registers and no slice sits behind an event queue."""
     root = out / "designs" / name
     offset = {"shared": 900, "serial": 950, "update": 990}.get(name, 970)
     bundles = [
