@@ -361,6 +361,12 @@ def test_three_matrices_fold_into_three_slices() -> None:
         ("flip_flop_bgmingru_dcls", 2, "ecp5", "runtime", "on"),  # two-stage unit, DCLS front end
         ("japanese_vowels_cmru2_su", 4, "generic", "baked", "off"),  # selective walk
         ("parity_hsru", 4, "generic", "baked", "off"),  # one group: the gap before the next step
+        # on the UP5K the state is written one lane per turn (state_by_lane), also for units of
+        # two and three stages, two state fields, pooled sums, a selective walk and DCLS
+        ("japanese_vowels_mingru", 3, "up5k", "frozen", "off"),
+        ("flip_flop_bgmingru_dcls", 2, "up5k", "runtime", "on"),
+        ("japanese_vowels_cmru2_su", 4, "up5k", "baked", "1"),
+        ("parity_hsru", 4, "up5k", "baked", "off"),
     ],
 )
 def test_shared_update_unit_matches_golden(
@@ -439,6 +445,13 @@ def test_shared_update_build_records_one_unit(tmp_path: Path) -> None:
         if line.startswith("module ") and ".update" in line
     ]
     assert modules == ["\\accelerator.layer0.update", "\\accelerator.layer1.update"], modules
+    # the lanes' write-back values are computed once and kept per lane until the next group's
+    # turn: the folded state and pooled-sum slices are written from them (no copy), and the last
+    # layer's once-per-sequence queue is two registers; on the UP5K no queue has a slice behind it
+    verilog = (tmp_path / "b" / "accelerator.v").read_text()
+    assert "_wdata_" not in verilog and "pool_shared" in verilog and "pool_3" not in verilog
+    queue = verilog.split("module \\accelerator.layer1.entries")[1].split("endmodule")[0]
+    assert "skid" in queue and "storage" not in queue and "entry_slice" not in verilog
 
 
 def test_narrow_defaults_to_auto_on_the_fpga_targets() -> None:

@@ -506,15 +506,17 @@ def test_serial_multiply_pieces_sum_to_the_product(weight_bits: int, value_bits:
     sim.run()
 
 
-@pytest.mark.parametrize("depth", [2, 4, 16])
-def test_credit_fifo_keeps_order_and_never_overfills(depth: int) -> None:
-    """Writers reserve a credit, write a few cycles later (or cancel); random back-pressure."""
+@pytest.mark.parametrize(("kind", "depth"), [("fifo", 2), ("fifo", 4), ("fifo", 16), ("registers", 2)])
+def test_credit_fifo_keeps_order_and_never_overfills(kind: str, depth: int) -> None:
+    """Writers reserve a credit, write a few cycles later (or cancel); random back-pressure. The
+    two-entry register queue (a once-per-sequence queue without its register slice) obeys the
+    same contract: a write never finds it full, nothing is lost, repeated or reordered."""
     from amaranth.hdl import unsigned
 
-    from codesign.hw.queue import CreditFIFO
+    from codesign.hw.queue import CreditFIFO, RegisterQueue
 
-    dut = CreditFIFO(unsigned(8), depth)
-    rng = np.random.default_rng(depth)
+    dut = CreditFIFO(unsigned(8), depth) if kind == "fifo" else RegisterQueue(unsigned(8))
+    rng = np.random.default_rng(depth + (kind == "registers"))
 
     async def bench(ctx):
         pending: list[tuple[int, int | None]] = []  # (cycle to write, value or None = cancel)
@@ -546,3 +548,69 @@ def test_credit_fifo_keeps_order_and_never_overfills(depth: int) -> None:
         assert got == sent[: len(got)] and len(got) >= 60
 
     _run(dut, bench)
+
+
+def test_register_queue_hands_an_entry_on_in_one_cycle() -> None:
+    """An entry written to the empty register queue is at ``r`` the next cycle (its output is the
+    register the serializer reads); the credits stop at two reservations and come back on pops."""
+    from amaranth.hdl import unsigned
+
+    from codesign.hw.queue import RegisterQueue
+
+    dut = RegisterQueue(unsigned(8))
+
+    async def bench(ctx):
+        ctx.set(dut.r.ready, 0)
+        for _ in range(2):
+            assert ctx.get(dut.credit)
+            ctx.set(dut.reserve, 1)
+            await ctx.tick()
+        ctx.set(dut.reserve, 0)
+        assert not ctx.get(dut.credit)
+        ctx.set(dut.w.valid, 1)
+        ctx.set(dut.w.payload, 7)
+        await ctx.tick()
+        ctx.set(dut.w.payload, 9)
+        assert ctx.get(dut.r.valid) and ctx.get(dut.r.payload) == 7
+        await ctx.tick()
+        ctx.set(dut.w.valid, 0)
+        ctx.set(dut.r.ready, 1)
+        assert ctx.get(dut.r.payload) == 7 and not ctx.get(dut.credit)
+        await ctx.tick()
+        assert ctx.get(dut.r.valid) and ctx.get(dut.r.payload) == 9 and ctx.get(dut.credit)
+        await ctx.tick()
+        assert not ctx.get(dut.r.valid)
+
+    _run(dut, bench)
+
+
+def test_registered_address_rom_reads_like_a_synchronous_port() -> None:
+    """A LUT ROM behind a registered address (the UP5K's bias and parameter ROMs) gives, cycle
+    for cycle, the words a synchronous read port gives: the word of the address presented with
+    ``en`` from the next cycle on, held while ``en`` is low."""
+    from codesign.hw.arrays import ArrayMemory
+    from codesign.hw.plan import MemoryPlan
+
+    plan = MemoryPlan("rom", 8, 3, 6, "weights", style="logic", rom=True)
+    rng = np.random.default_rng(5)
+    image = rng.integers(-32, 32, size=(8, 3)).tolist()
+    m = Module()
+    sync_rd = ArrayMemory(m, "a", plan, image).read_port()
+    lean_rd = ArrayMemory(m, "b", plan, image).registered_address_port(m)
+    addr, en = Signal(range(8)), Signal()
+    m.d.comb += [sync_rd.addr.eq(addr), sync_rd.en.eq(en), lean_rd.addr.eq(addr), lean_rd.en.eq(en)]
+
+    async def bench(ctx):
+        expected = None
+        for _ in range(200):
+            a, e = int(rng.integers(8)), bool(rng.random() < 0.5)
+            ctx.set(addr, a)
+            ctx.set(en, e)
+            await ctx.tick()
+            if e:
+                expected = image[a]
+            if expected is not None:
+                assert [ctx.get(lean_rd.data[i]) for i in range(3)] == expected
+                assert [ctx.get(sync_rd.data[i]) for i in range(3)] == expected
+
+    _run(m, bench)

@@ -326,7 +326,11 @@ def plan_designs(args, out: Path) -> list[Design]:
         designs.append(shared_design(args, out))
         designs.append(shared_design(args, out, name="serial", share="on:2"))
         designs.append(shared_design(args, out, name="narrow", share="on:2", narrow="auto"))
-        designs.append(shared_design(args, out, name="update", share="on", narrow="auto", share_updates="on"))
+        designs.append(
+            shared_design(
+                args, out, name="update", share="on", narrow="auto", share_updates="on", target="up5k"
+            )
+        )
         designs.append(spram_design(out))
         designs.append(merge_design(args, out))
     if not args.quick and not args.no_references:
@@ -412,14 +416,22 @@ matrices and alphaCMRU's three (2 and 3 cycles per slot), both behind DCLS front
 
 
 def shared_design(
-    args, out: Path, name: str = "shared", share: str = "on", narrow: str = "off", share_updates: str = "off"
+    args,
+    out: Path,
+    name: str = "shared",
+    share: str = "on",
+    narrow: str = "off",
+    share_updates: str = "off",
+    target: str = "generic",
 ) -> Design:
     """``shared``: one multiplier per lane; ``serial`` (``--filter serial``, ``on:2``): also each
     product in two Booth-digit pieces (``--share-multipliers X:K``: 4 and 6 cycles per slot);
     ``narrow`` (``--filter narrow``, ``on:2`` and ``--narrow auto``): also the weight words folded
     into one slice per pass (2 and 3 slices, read once per pass and piece); ``update``
     (``--filter update``, ``on``, ``--narrow auto`` and ``--share-updates on``): also one update
-    unit per layer serving the lanes in turn (the DCLS minGRU's three-stage unit, alphaCMRU's)."""
+    unit per layer serving the lanes in turn (the DCLS minGRU's three-stage unit, alphaCMRU's),
+    built for the UP5K (``target``), where the state is written one lane per turn, the seeds
+    and ROMs skip their registers and no slice sits behind an event queue."""
     root = out / "designs" / name
     offset = {"shared": 900, "serial": 950, "update": 990}.get(name, 970)
     bundles = [
@@ -433,6 +445,8 @@ def shared_design(
         what += ", words folded per pass"
     if share_updates != "off":
         what += ", one update unit per layer"
+    if target != "generic":
+        what += f", {target}"
     return Design(
         name,
         "random",
@@ -447,6 +461,7 @@ def shared_design(
         share=share,
         narrow=narrow,
         share_updates=share_updates,
+        target=target,
     )
 
 

@@ -69,6 +69,22 @@ class ArrayMemory:
         port = self.memory.read_port(**kwargs)
         return _Port(port, data.View(self.layout, port.data))
 
+    def registered_address_port(self, m: Module) -> _Port:
+        """A read port that behaves as a synchronous one (the data of the address presented with
+        ``en``, from the next cycle on, held while ``en`` is low) but registers the address and
+        reads the words combinationally: for a ROM in LUTs, a few address flip-flops instead of
+        one per data bit (the UP5K's bias ROMs: 3 instead of 64). Drive ``addr``/``en`` as of a
+        synchronous port."""
+        port = self.memory.read_port(domain="comb")
+        name = self.plan.name
+        addr = Signal.like(port.addr, name=f"{name}_raddr")
+        en = Signal(name=f"{name}_ren")
+        held = Signal.like(port.addr, name=f"{name}_raddr_r")
+        with m.If(en):
+            m.d.sync += held.eq(addr)
+        m.d.comb += port.addr.eq(held)
+        return _Port(port, data.View(self.layout, port.data), shared_addr=addr, shared_en=en)
+
     def write_port(self, *, granular: bool = False) -> _Port:
         port = self.memory.write_port(granularity=self.plan.elem_bits if granular else None)
         return _Port(port, data.View(self.layout, port.data))

@@ -40,6 +40,34 @@ def word_layout(mem: MemoryPlan, elements: int | None = None) -> data.ArrayLayou
     return data.ArrayLayout(signed(mem.elem_bits), elements or mem.elements)
 
 
+def state_by_lane(plan: AcceleratorPlan, e: EnginePlan) -> bool:
+    """Whether engine ``e`` writes its state one lane at a time, on the update unit's turn for
+    the lane (:class:`LaneWriteLayout`), instead of a whole word at C4: behind one update unit per
+    layer on the UP5K, where the state word's copy per lane kept for C4 was a flip-flop per bit
+    (64 in each JapaneseVowels layer at P = 4). A lane's fields must lie in one physical word
+    (a folded word's slice holds whole lanes); the write enables one element per field (the
+    EBR's write mask)."""
+    if plan.target != "up5k" or not e.shared_update or "state" not in e.memories:
+        return False
+    if e.memories["state"].shared is not None:  # in a merged word (--merge): written whole at C4
+        return False
+    return e.memories["state"].elements % len(e.state_fields) == 0
+
+
+class LaneWriteLayout(data.StructLayout):
+    """One lane's fields of a word: ``data`` to lane ``lane`` of logical word ``addr`` when ``en``."""
+
+    def __init__(self, e: EnginePlan) -> None:
+        super().__init__(
+            {
+                "addr": unsigned(index_bits(e.groups)),
+                "lane": unsigned(index_bits(e.lanes)),
+                "en": unsigned(1),
+                "data": data.ArrayLayout(signed(e.state_bits), len(e.state_fields)),
+            }
+        )
+
+
 class WriteLayout(data.StructLayout):
     """One write of a whole word: ``data`` to word ``addr`` when ``en``; of a folded memory
     (``MemoryPlan.fold``), the logical word (``elements``) to logical address ``addr``."""
@@ -79,6 +107,9 @@ class MacFront(wiring.Component):
         members |= {
             f"{key}_write": In(WriteLayout(mems[key], logical.get(key))) for key in WRITTEN if key in mems
         }
+        if state_by_lane(plan, e):
+            del members["state_write"]
+            members["state_lane_write"] = In(LaneWriteLayout(e))
         super().__init__(members)
 
     def elaborate(self, platform):
@@ -97,8 +128,10 @@ class MacFront(wiring.Component):
         m.d.sync += slot.eq(issue.slot)
         ports = self._memories(m)
         s2 = self._fetch(m, slot, ports)
-        use_acc2a = self._seeds(m, s2, ports)
-        s2a = self._mac(m, s2, use_acc2a, ports)
+        s2a = Signal(SlotLayout(self.engine), name="slot_c2a")
+        m.d.sync += s2a.eq(s2)
+        use_acc = self._seeds(m, s2a if self.late_seeds else s2, ports)
+        self._mac(m, s2, use_acc, ports)
         self._read_for_update(m, s2a, ports)
         return m
 
@@ -129,16 +162,21 @@ class MacFront(wiring.Component):
                 rd, wr = mem.shared_ports(m)
             elif shared is not None:
                 rd = mem.read_port(mems[key])
+            elif rom and mems[key].style == "logic" and self.late_seeds:
+                rd = mem.registered_address_port(m)  # a LUT ROM: the address registered, not the word
             else:
                 rd = mem.read_port()
             m.d.comb += rd.en.eq(0)
+            by_lane = key == "state" and state_by_lane(self.plan, e)
             if not rom and not huge:
                 wr = (
                     mem.write_port(mems[key], granular=loadable)
                     if shared
-                    else mem.write_port(granular=loadable)
+                    else mem.write_port(granular=loadable or by_lane)
                 )
-            if loadable:
+            if by_lane:
+                self._lane_write(m, wr, self.state_lane_write, mems[key])
+            elif loadable:
                 drive_config_write(m, wr, self.config, mems[key])
             elif not rom and mems[key].fold > 1 and key in SLICED_KEYS:
                 self._sliced_write(m, wr, getattr(self, f"{key}_write"), mems[key])
@@ -184,19 +222,44 @@ class MacFront(wiring.Component):
                         k = q * u + j
                         m.d.comb += wr.data[lane * u + j].eq(request.data[lane * n + k] if k < n else 0)
 
+    def _lane_write(self, m: Module, wr, request, mem: MemoryPlan) -> None:
+        """Write one lane's fields (:func:`state_by_lane`): lane ``l`` of logical word ``addr`` is
+        at elements ``(l mod k) x fields ..`` of physical word ``F x addr + l // k`` (``k`` lanes
+        per physical word, ``F`` slices per logical word); only its elements are enabled."""
+        e = self.engine
+        fields = len(e.state_fields)
+        per_word = mem.elements // fields
+        with m.Switch(request.lane):
+            for lane in range(e.lanes):
+                with m.Case(lane):
+                    slot, place = divmod(lane, per_word)
+                    addr = request.addr * mem.fold + slot if mem.fold > 1 else request.addr
+                    m.d.comb += wr.addr.eq(addr)
+                    for k in range(fields):
+                        m.d.comb += [
+                            wr.en[place * fields + k].eq(request.en),
+                            wr.data[place * fields + k].eq(request.data[k]),
+                        ]
+
     def _sliced_write(self, m: Module, wr, request, mem: MemoryPlan) -> None:
         """Write a word of ``mem.fold`` slices of consecutive elements (``--narrow``, the state and
         pooled sums): slice 0 to address ``F * addr`` with the request (C4), slice ``q`` ``q``
         cycles later from a register that took the word with the request (the C4 registers move
         on with the next slot). :func:`codesign.hw.issue.drain_cycles` keeps the next step's read
         of each slice behind its write; the next group's request comes ``passes`` cycles later at
-        the earliest, after the last slice."""
+        the earliest, after the last slice. Behind one update unit per layer the request's data
+        holds long enough (:meth:`_request_holds`) and slices 1.. are written straight from it."""
         folds, per = mem.fold, mem.elements
         logical = len(request.data)
         # the elements of slices 1.. (slice 0 is written with the request)
-        kept = {i: Signal.like(request.data[i], name=f"{mem.name}_wdata_{i}") for i in range(per, logical)}
-        with m.If(request.en):
-            m.d.sync += [reg.eq(request.data[i]) for i, reg in kept.items()]
+        if self._request_holds(mem, logical):
+            kept = {i: request.data[i] for i in range(per, logical)}
+        else:
+            kept = {
+                i: Signal.like(request.data[i], name=f"{mem.name}_wdata_{i}") for i in range(per, logical)
+            }
+            with m.If(request.en):
+                m.d.sync += [reg.eq(request.data[i]) for i, reg in kept.items()]
         en, addr = request.en, request.addr
         for q in range(folds):
             if q:
@@ -211,6 +274,24 @@ class MacFront(wiring.Component):
                 for j in range(per):
                     i = q * per + j
                     m.d.comb += wr.data[j].eq((request.data[i] if q == 0 else kept[i]) if i < logical else 0)
+
+    def _request_holds(self, mem: MemoryPlan, logical: int) -> bool:
+        """Whether a write request's data still holds when its last slice is written, so slices
+        1.. need no register of their own. With one update unit per layer (``--share-updates``)
+        lane ``l``'s C4 registers take the next group's results on its turn, ``P - 1 + passes + l``
+        cycles after this group's at the earliest (the issue stage's gap of ``P - 1`` cycles and the
+        next group's ``passes`` or more issue cycles), while slice ``q`` is written ``q`` cycles
+        after the request (``P`` cycles after the unit's first turn): the lanes of slice ``q`` must
+        be at least ``q - passes + 1``. With a unit per lane the C4 registers change every cycle."""
+        e = self.engine
+        if not e.shared_update:
+            return False
+        per_lane = logical // e.lanes
+        return all(
+            q <= e.passes - 1 + i // per_lane
+            for q in range(1, mem.fold)
+            for i in range(q * mem.elements, min(logical, (q + 1) * mem.elements))
+        )
 
     def _pass(self, slot):
         """The matrix pass of ``slot``'s part: ``part // digit_passes`` (0 without sharing)."""
@@ -243,11 +324,24 @@ class MacFront(wiring.Component):
         m.d.sync += s2.eq(slot)
         return s2
 
+    @property
+    def late_seeds(self) -> bool:
+        """Whether the seeds are read in C2a and reach the adder (C2b) straight from the memory's
+        read data, without the lane array's seed register: on the UP5K, where logic cells run out
+        first (``P x matrices x acc_bits`` flip-flops, 112 in JapaneseVowels' layer 1 at P = 4)
+        and the clock target (30 MHz) leaves room for the read before the adder. Elsewhere the
+        register keeps the block RAM's clock-to-output delay off the adder's path. The same
+        trade puts a ROM in LUTs behind a registered address rather than a registered word
+        (:meth:`~codesign.hw.arrays.ArrayMemory.registered_address_port`)."""
+        return self.plan.target == "up5k"
+
     def _seeds(self, m: Module, s2, ports):
         """On a group's first slot, read the biases or the kept accumulators in C2, so they reach
         the lane array's adder (C2b) through one register (its ``seeds`` port is sampled one cycle
         after the operands): reading them with the weights in C1 cost a second register per
-        product (``P x matrices x acc_bits`` flip-flops)."""
+        product (``P x matrices x acc_bits`` flip-flops). With :attr:`late_seeds` ``s2`` is the
+        slot at C2a: the read comes a cycle later and its data goes straight to the adder. Returns
+        whether the read data are the kept sums (registered: aligned with the data)."""
         b_rd = ports["bias"][0]
         acc_rd = ports["acc"][0] if "acc" in ports else None
         use_acc = Signal()
@@ -271,7 +365,7 @@ class MacFront(wiring.Component):
         return use_acc2a
 
     # ------------------------------------------------------------ C2 MAC
-    def _mac(self, m: Module, s2, use_acc2a, ports):
+    def _mac(self, m: Module, s2, use_acc, ports) -> None:
         """The lane array: operands in C2, products in C2a, sums in C2b (``acc`` at C3)."""
         e = self.engine
         p, n_mat, groups = e.lanes, len(e.matrices), e.groups
@@ -288,6 +382,7 @@ class MacFront(wiring.Component):
             lane_multipliers=e.lane_multipliers,
             digit_passes=e.digit_passes,
             folded=e.memories["weights"].fold > 1,
+            seed_register=not self.late_seeds,
         )
         m.d.comb += [
             lanes.valid.eq(s2.valid),
@@ -307,7 +402,7 @@ class MacFront(wiring.Component):
             bias_seed = 0 if no_bias else b_rd.data[(i // n_mat) * ub + (i % n_mat) % ub]
             # element k of a lane, when its pass comes, is element k mod u of the slice then read
             kept = acc_rd.data[(i // n_mat) * u + (i % n_mat) % u] if acc_rd is not None else None
-            seed = bias_seed if acc_rd is None else Mux(use_acc2a, kept, bias_seed)
+            seed = bias_seed if acc_rd is None else Mux(use_acc, kept, bias_seed)
             m.d.comb += lanes.seeds[i].eq(seed)
         last_lanes = e.size - (groups - 1) * p
         valid_lanes = Mux(s2.group == groups - 1, last_lanes, p) if last_lanes != p else p
@@ -315,9 +410,6 @@ class MacFront(wiring.Component):
             valid_lanes = sum(s2.open[lane] for lane in range(p))
         with m.If(s2.valid & ~s2.empty & (s2.value != 0) & self._first_part(s2)):
             self.counters.count(m, f"{e.name}_macs", valid_lanes * n_mat)
-        s2a = Signal(SlotLayout(e), name="slot_c2a")
-        m.d.sync += s2a.eq(s2)
-        return s2a
 
     # ------------------------------------------------------------ C2a/C2b reads for C3
     def _read_for_update(self, m: Module, s2a, ports) -> None:

@@ -6,7 +6,9 @@ first slot of a group it starts from ``seed`` (the biases, or the accumulators k
 previous step by an event-driven layer) instead of its own register. ``acc`` follows a slot by
 three cycles (:data:`LATENCY`): operands registered, multiply, accumulate. ``seeds`` belong to the
 slot one cycle after its operands (the engine reads them a stage later than the weights), so one
-register per product carries them to the adder.
+register per product carries them to the adder; without it (``seed_register=False``) they belong
+to the slot two cycles after its operands and go straight to the adder (the engine reads them
+another stage later, from a memory whose read data holds).
 
 **Shared multipliers** (``lane_multipliers = u < n``): a lane has ``u`` multipliers, and a slot
 comes ``passes = ceil(n / u)`` times on successive cycles with ``part = 0, 1, ...``; part ``q``
@@ -124,6 +126,7 @@ class LaneArray(wiring.Component):
         lane_multipliers: int = 0,
         digit_passes: int = 1,
         folded: bool = False,
+        seed_register: bool = True,
     ) -> None:
         self.lanes, self.matrices = lanes, matrices
         self.elements = lanes * matrices
@@ -131,6 +134,7 @@ class LaneArray(wiring.Component):
         # a folded weight word (``--narrow``) holds only the current pass's weights: P x u elements
         self.folded = folded and self.per_lane < matrices
         self.digits = digit_passes
+        self.seed_register = seed_register
         self.passes = -(-matrices // self.per_lane) * digit_passes
         self.multiplier = multiplier
         if digit_passes > 1 and multiplier not in ("lut", "auto"):
@@ -197,11 +201,11 @@ class LaneArray(wiring.Component):
                     multiply = weight * value if q < self.hard else lut_multiply(weight, value)
                 # folded: the word is the current pass's, multiplier j of the lane takes its element
                 picked = self.weights[q] if self.folded else _pick([self.weights[i] for i in parts], part[0])
-                m.d.sync += [
-                    weight.eq(picked),
-                    product.eq(multiply),
-                    seed.eq(_pick([self.seeds[i] for i in parts], part[1])),
-                ]
+                m.d.sync += [weight.eq(picked), product.eq(multiply)]
+                if self.seed_register:
+                    m.d.sync += seed.eq(_pick([self.seeds[i] for i in parts], part[1]))
+                else:  # the seeds arrive with the sums' stage (MacFront.late_seeds)
+                    m.d.comb += seed.eq(_pick([self.seeds[i] for i in parts], part[2]))
                 for k in range(kept):  # the accumulators this multiplier feeds, one part each
                     i = parts[k]
                     with m.If(valid[1] & (part[2] == k if self.passes > 1 else 1)):

@@ -29,10 +29,10 @@ from codesign.bundle.cells import CELLS
 from codesign.hw.config import ConfigSignature
 from codesign.hw.counters import CounterBank
 from codesign.hw.events import EntryLayout, EventSerializer
-from codesign.hw.front import MacFront
+from codesign.hw.front import MacFront, state_by_lane
 from codesign.hw.issue import SlotLayout
 from codesign.hw.plan import AcceleratorPlan, EnginePlan
-from codesign.hw.queue import CreditFIFO
+from codesign.hw.queue import CreditFIFO, RegisterQueue
 from codesign.hw.signature import ItemLayout, TraceLayout
 from codesign.hw.slice import StreamSlice
 from codesign.hw.update import make_update_unit, saturate
@@ -82,8 +82,8 @@ class LayerEngine(wiring.Component):
         m.submodules.front = front = self.front
         wiring.connect(m, wiring.flipped(self.items), front.items)
         wiring.connect(m, wiring.flipped(self.config), front.config)
-        s4, finalize4, lane_regs = self._update(m, front)
-        entry, finalize4 = self._write_back(m, front, s4, finalize4, lane_regs)
+        s4, finalize4, lane_results = self._update(m, front)
+        entry, finalize4 = self._write_back(m, front, s4, finalize4, lane_results)
         self._events_out(m, front, entry, finalize4)
         return m
 
@@ -132,7 +132,11 @@ class LayerEngine(wiring.Component):
                 old_pool = Mux(first, 0, front.pool[lane])
                 m.d.sync += regs["old_pool"].eq(delay(m, old_pool, late, f"old_pool_{lane}"))
             lane_regs.append(regs)
-        return s4, finalize4, lane_regs
+        results = [
+            self._lane_results(m, lane, regs, ~s4.open[lane] if e.period else None)
+            for lane, regs in enumerate(lane_regs)
+        ]
+        return s4, finalize4, results
 
     def _shared_update(self, m: Module, front: MacFront, finalize, late: int):
         """One update unit for the ``P`` lanes (``--share-updates on``): lane ``l`` of a group in
@@ -176,28 +180,86 @@ class LayerEngine(wiring.Component):
             s4.eq(delay(m, s3, late + p - 1, "slot")),
             finalize4.eq(delay(m, finalize, late + p - 1, "finalize")),
         ]
-        old = delay(m, unit.old, late, "old")
-        old_pool = None
+        unit_regs = {
+            key: getattr(unit, key) for key in ("new", "hold", "out", "gate", "saturated", "potential")
+        }
+        unit_regs["old"] = unit.old
+        if late:  # the old state beside the unit's results, seen through its fields
+            unit_regs["old"] = Signal.like(unit.old, name="old_late")
+            m.d.comb += unit_regs["old"].eq(delay(m, unit.old, late, "old"))
         if "pool" in e.memories:  # the lane's pooled sum, read with its other inputs
             pool = Array(front.pool[lane] for lane in range(p))[turn]
-            old_pool = delay(m, Mux(first, 0, pool), late, "old_pool")
-        lane_regs = []
+            unit_regs["old_pool"] = delay(m, Mux(first, 0, pool), late, "old_pool")
+        closed = None
+        if e.period:  # the turn's lane is closed this step (su_open of the group's slot)
+            open_held = Signal(p, name="open_held")
+            with m.If(finalize):
+                m.d.sync += open_held.eq(s3.open)
+            closed = delay(m, ~Mux(turn == 0, s3.open, open_held).bit_select(turn, 1), late, "closed")
+        # what C4 needs of a lane, computed once (one pooled-sum adder, not P) and kept per lane:
+        # the lane's registers are written on its turn only, so they hold for C4 and the folded
+        # writes after it (``MacFront._sliced_write``) until the next group's turn
+        results = self._lane_results(m, "shared", unit_regs, closed)
+        if state_by_lane(self.plan, e):  # the state goes to its memory on the lane's turn
+            group_held = Signal.like(s3.group, name="group_held")
+            with m.If(finalize):
+                m.d.sync += group_held.eq(s3.group)
+            group = delay(m, Mux(turn == 0, s3.group, group_held), late, "update_group")
+            write = front.state_lane_write
+            m.d.comb += [write.addr.eq(group), write.lane.eq(done_lane), write.en.eq(done)]
+            m.d.comb += [write.data[k].eq(results["kept"][f]) for k, f in enumerate(e.state_fields)]
+            del results["kept"]
+        if e.emit == "delta":  # the change event once here (one subtractor, not P); its value
+            # and whether it is one are what C4 needs, not the output and the one before
+            results["delta"] = Value.cast(results["out"] - results["old_out"])
+            results["differs"] = Value.cast(results["out"] != results["old_out"])
+            del results["old_out"]
+        lane_results = []
         for lane in range(p):
-            regs = {}
-            for key in ("new", "old", "hold", "out", "gate", "saturated", "potential"):
-                regs[key] = Signal.like(getattr(unit, key), name=f"{key}_c4_{lane}")
+            kept = {}
+            for key, value in results.items():
+                if key == "kept":
+                    kept[key] = {f: Signal.like(v, name=f"kept_{f}_c4_{lane}") for f, v in value.items()}
+                    with m.If(done & (done_lane == lane)):
+                        m.d.sync += [kept[key][f].eq(v) for f, v in value.items()]
+                    continue
+                kept[key] = Signal.like(value, name=f"{key}_c4_{lane}")
                 with m.If(done & (done_lane == lane)):
-                    m.d.sync += regs[key].eq(old if key == "old" else getattr(unit, key))
-            if old_pool is not None:
-                regs["old_pool"] = Signal(signed(e.pool_bits), name=f"old_pool_c4_{lane}")
-                with m.If(done & (done_lane == lane)):
-                    m.d.sync += regs["old_pool"].eq(old_pool)
-            lane_regs.append(regs)
-        return s4, finalize4, lane_regs
+                    m.d.sync += kept[key].eq(value)
+            lane_results.append(kept)
+        return s4, finalize4, lane_results
+
+    def _lane_results(self, m: Module, name: str, regs: dict, closed) -> dict:
+        """One lane's write-back values from its update unit's outputs (``regs``): the kept state
+        fields, its output and the one before, its pooled sum, whether a saturation clipped, its
+        gate and potential. ``closed``: the selective walk closed the lane this step (it keeps its
+        whole state)."""
+        e = self.engine
+        kind = CELLS[e.kind]
+        hold = regs["hold"] if closed is None else regs["hold"] | closed
+        kept = {f: Mux(hold, regs["old"][f], regs["new"][f]) for f in e.state_fields}
+        old_out = Signal(signed(e.output_bits), name=f"old_out_{name}")
+        out = Signal(signed(e.output_bits), name=f"out_{name}")
+        m.d.comb += [old_out.eq(regs["old"][kind.output_field]), out.eq(Mux(hold, old_out, regs["out"]))]
+        saturated = regs["saturated"] & ~hold if e.period else regs["saturated"]
+        results = {
+            "kept": kept,
+            "out": out,
+            "old_out": old_out,
+            "gate": Value.cast(regs["gate"]),
+            "potential": Value.cast(regs["potential"]),
+        }
+        if "pool" in e.memories:
+            pooled, pool_clipped = self._pool(m, name, regs["old_pool"] + out)
+            results["pooled"] = pooled
+            saturated = saturated | pool_clipped
+        results["saturated"] = Value.cast(saturated)
+        return results
 
     # ------------------------------------------------------------ C4 write-back
-    def _write_back(self, m: Module, front: MacFront, s4, finalize4, lane_regs):
-        """Write the kept state (and pooled sum) back, build the group's entry and trace beat."""
+    def _write_back(self, m: Module, front: MacFront, s4, finalize4, lane_results):
+        """Write the kept state (and pooled sum) back, build the group's entry and trace beat from
+        each lane's results (:meth:`_lane_results`)."""
         e = self.engine
         p, n_fields = e.lanes, len(e.state_fields)
         kind = CELLS[e.kind]
@@ -206,40 +268,37 @@ class LayerEngine(wiring.Component):
         entry = Signal(EntryLayout(p, e.groups, self.value_bits))
         changed = Signal(p)
         saturated = Signal(p)
-        m.d.comb += [front.state_write.addr.eq(s4.group), front.state_write.en.eq(finalize4)]
+        by_lane = state_by_lane(self.plan, e)  # written on the update unit's turns instead
+        if not by_lane:
+            m.d.comb += [front.state_write.addr.eq(s4.group), front.state_write.en.eq(finalize4)]
         if pooled_sum:
             m.d.comb += [front.pool_write.addr.eq(s4.group), front.pool_write.en.eq(finalize4)]
         trace = Signal(TraceLayout(e))
-        for lane, regs in enumerate(lane_regs):
+        for lane, results in enumerate(lane_results):
             valid = 1 if lane < last_lanes else (s4.group != e.groups - 1)
-            hold = regs["hold"]
-            if e.period:  # selective update: a closed neuron keeps its whole state
-                hold = hold | ~s4.open[lane]
-            for k, name in enumerate(e.state_fields):
-                kept = Mux(hold, regs["old"][name], regs["new"][name])
-                m.d.comb += front.state_write.data[lane * n_fields + k].eq(kept)
-            old_out = Signal(signed(e.output_bits), name=f"old_out_{lane}")
-            m.d.comb += old_out.eq(regs["old"][kind.output_field])
-            out = Signal(signed(e.output_bits), name=f"out_{lane}")
-            m.d.comb += out.eq(Mux(hold, old_out, regs["out"]))
-            lane_sat = regs["saturated"] & ~hold if e.period else regs["saturated"]
+            for k, name in enumerate(e.state_fields if not by_lane else ()):
+                m.d.comb += front.state_write.data[lane * n_fields + k].eq(results["kept"][name])
+            out = results["out"]
+            # shared unit: the change event was computed on the lane's turn
+            differs = results["differs"] if "differs" in results else out != results["old_out"]
+            delta = results["delta"] if "delta" in results else out - results["old_out"]
+            lane_sat = results["saturated"]
             if pooled_sum:
-                pooled, pool_clipped = self._pool(m, lane, regs["old_pool"] + out)
+                pooled = results["pooled"]
                 m.d.comb += front.pool_write.data[lane].eq(pooled)
-                lane_sat = lane_sat | pool_clipped
             m.d.comb += [
-                changed[lane].eq(valid & (out != old_out)),
+                changed[lane].eq(valid & differs),
                 saturated[lane].eq(valid & lane_sat),
                 trace.state[lane].eq(out),
-                trace.gate[lane].eq(regs["gate"]),
+                trace.gate[lane].eq(results["gate"]),
             ]
             if kind.potential_field is not None:
-                m.d.comb += trace.potential[lane].eq(regs["potential"])
+                m.d.comb += trace.potential[lane].eq(results["potential"])
             if e.emit == "delta":
                 dropped = lane == 0 and self.plan.faults.active("event_dropped", e.index)
                 m.d.comb += [
                     entry.mask[lane].eq(0 if dropped else changed[lane]),
-                    entry.value[lane].eq(out - old_out),
+                    entry.value[lane].eq(delta),
                 ]
             else:
                 final = pooled if pooled_sum else out
@@ -264,7 +323,7 @@ class LayerEngine(wiring.Component):
                 self.counters.count(m, f"{e.name}_open_steps", popcount(s4.open))
         return entry, finalize4
 
-    def _pool(self, m: Module, lane: int, total):
+    def _pool(self, m: Module, lane: int | str, total):
         """The saturating pooled sum of one lane (``(value, clipped)``)."""
         e = self.engine
         if self.plan.faults.active("sum_wraps", e.index):
@@ -280,7 +339,10 @@ class LayerEngine(wiring.Component):
         layout = EntryLayout(e.lanes, e.groups, self.value_bits)
         plan = e.memories["queue"]
         assert plan.width == layout.size, (plan.width, layout.size)  # the plan sized the queue right
-        m.submodules.entries = queue = CreditFIFO(layout, e.queue_depth, attrs=plan.attrs)
+        if e.queue_depth == RegisterQueue.depth:  # once per sequence: two entries in flip-flops
+            m.submodules.entries = queue = RegisterQueue(layout)
+        else:
+            m.submodules.entries = queue = CreditFIFO(layout, e.queue_depth, attrs=plan.attrs)
         # a final vector is sent in the sequence's last step only (the entries of the steps before
         # were empty and unmarked: the serializer dropped them); only that step takes credits
         m.d.comb += [
@@ -289,12 +351,18 @@ class LayerEngine(wiring.Component):
             queue.reserve.eq(front.starting),
             front.credit.eq(queue.credit),
         ]
-        # a register slice: the serializer's pick (lowest changed lane, pop when it is the last)
-        # straight from the FIFO's block RAM output was the ECP5's longest path at P = 4
-        m.submodules.entry_slice = cut = StreamSlice(layout)
-        wiring.connect(m, queue.r, cut.i)
         m.submodules.serializer = ser = EventSerializer(
             lanes=e.lanes, groups=e.groups, size=e.size, value_bits=self.value_bits
         )
-        wiring.connect(m, cut.o, ser.entries)
+        if isinstance(queue, RegisterQueue) or self.plan.target == "up5k":
+            # its output is a register already; or on the UP5K, whose 30 MHz leave room for the
+            # block RAM's read before the serializer's pick, and whose logic cells do not for a
+            # slice's two copies of an entry (152 flip-flops in JapaneseVowels' layer 0 at P = 4)
+            wiring.connect(m, queue.r, ser.entries)
+        else:
+            # a register slice: the serializer's pick (lowest changed lane, pop when it is the
+            # last) straight from the FIFO's block RAM output was the ECP5's longest path at P = 4
+            m.submodules.entry_slice = cut = StreamSlice(layout)
+            wiring.connect(m, queue.r, cut.i)
+            wiring.connect(m, cut.o, ser.entries)
         wiring.connect(m, ser.items, wiring.flipped(self.events))

@@ -14,7 +14,7 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["CreditFIFO"]
+__all__ = ["CreditFIFO", "RegisterQueue"]
 
 
 class CreditFIFO(wiring.Component):
@@ -68,5 +68,55 @@ class CreditFIFO(wiring.Component):
         m.d.sync += stored.eq(stored + do_write - do_inner_read)
         reserved = Signal(range(self.depth + 2))
         m.d.sync += reserved.eq(reserved + self.reserve - do_pop - self.cancel)
+        m.d.comb += self.credit.eq(reserved < self.depth)
+        return m
+
+
+class RegisterQueue(wiring.Component):
+    """Two entries of ``layout`` in flip-flops, ``r`` straight from a register: a
+    :class:`CreditFIFO` of depth 2 and the :class:`~codesign.hw.slice.StreamSlice` behind it in one.
+
+    A once-per-sequence queue (depth 2) had its one stored entry in flip-flops, a read register
+    and then a register slice of two more: four copies of an entry (416 flip-flops for layer 1 of
+    JapaneseVowels at P = 4) for two credits. Here the output register (``main``) and one parked
+    entry (``skid``) are the whole queue: ``r.payload`` comes from ``main`` (the serializer's pick
+    starts at a flip-flop, as behind the slice) and a write lands in ``main`` when it is free or
+    being popped, else in ``skid``; a popped ``main`` takes ``skid``. The credits keep at most two
+    entries in flight, so a write never finds both full. An entry reaches ``r`` one cycle after
+    its write (three through the FIFO and the slice)."""
+
+    depth = 2
+
+    def __init__(self, layout) -> None:
+        self.layout = layout
+        super().__init__(
+            {
+                "w": In(stream.Signature(layout, always_ready=True)),
+                "r": Out(stream.Signature(layout)),
+                "reserve": In(1),
+                "cancel": In(1),
+                "credit": Out(1),
+            }
+        )
+
+    def elaborate(self, platform):
+        m = Module()
+        main, skid = Signal(self.layout, name="main"), Signal(self.layout, name="skid")
+        main_valid, skid_valid = Signal(), Signal()
+        m.d.comb += [self.r.payload.eq(main), self.r.valid.eq(main_valid)]
+        pop = main_valid & self.r.ready
+        with m.If(pop | ~main_valid):  # main is free this cycle
+            with m.If(skid_valid):  # the parked entry moves up; a write parks behind it
+                m.d.sync += [main.eq(skid), main_valid.eq(1)]
+                with m.If(self.w.valid):
+                    m.d.sync += skid.eq(self.w.payload)
+                with m.Else():
+                    m.d.sync += skid_valid.eq(0)
+            with m.Else():
+                m.d.sync += [main.eq(self.w.payload), main_valid.eq(self.w.valid)]
+        with m.Elif(self.w.valid):  # main is held: park the write (skid is free: two credits)
+            m.d.sync += [skid.eq(self.w.payload), skid_valid.eq(1)]
+        reserved = Signal(range(self.depth + 2))
+        m.d.sync += reserved.eq(reserved + self.reserve - pop - self.cancel)
         m.d.comb += self.credit.eq(reserved < self.depth)
         return m
