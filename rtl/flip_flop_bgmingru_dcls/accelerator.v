@@ -815,14 +815,14 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
   wire [15:0] \old.h ;
   reg [15:0] old_0_d1 = 16'h0000;
   reg [15:0] old_1_d1 = 16'h0000;
-  reg [15:0] old_c4_0 = 16'h0000;
+  (* init = 16'h0000 *)
+  wire [15:0] old_c4_0;
   wire [15:0] \old_c4_0.h ;
-  reg [15:0] old_c4_1 = 16'h0000;
+  (* init = 16'h0000 *)
+  wire [15:0] old_c4_1;
   wire [15:0] \old_c4_1.h ;
-  (* init = 16'h0000 *)
-  wire [15:0] old_out_0;
-  (* init = 16'h0000 *)
-  wire [15:0] old_out_1;
+  reg [15:0] old_out_0 = 16'h0000;
+  reg [15:0] old_out_1 = 16'h0000;
   wire [15:0] out;
   wire [15:0] \out$83 ;
   wire [15:0] out_0;
@@ -926,7 +926,7 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
   wire [16:0] \w__payload.value[1] ;
   wire w__valid;
   always @(posedge clk)
-    old_c4_1 <= \$32 ;
+    old_out_1 <= \$32 ;
   always @(posedge clk)
     hold_c4_1 <= \$33 ;
   always @(posedge clk)
@@ -946,14 +946,14 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
   assign finalize = slot[0] & slot[9];
   assign old = slot[11] ? 16'h0000 : state[15:0];
   assign \old$20  = slot[11] ? 16'h0000 : state[31:16];
-  assign \$1  = hold_c4_0 ? old_c4_0 : new_c4_0;
-  assign out_0 = hold_c4_0 ? old_c4_0 : out_c4_0;
-  assign \$2  = out_0 != old_c4_0;
-  assign \$5  = $signed(out_0) - $signed(old_c4_0);
-  assign \$6  = hold_c4_1 ? old_c4_1 : new_c4_1;
-  assign out_1 = hold_c4_1 ? old_c4_1 : out_c4_1;
-  assign \$7  = out_1 != old_c4_1;
-  assign \$10  = $signed(out_1) - $signed(old_c4_1);
+  assign out_0 = hold_c4_0 ? old_out_0 : out_c4_0;
+  assign out_1 = hold_c4_1 ? old_out_1 : out_c4_1;
+  assign \$1  = hold_c4_0 ? old_out_0 : new_c4_0;
+  assign \$2  = out_0 != old_out_0;
+  assign \$5  = $signed(out_0) - $signed(old_out_0);
+  assign \$6  = hold_c4_1 ? old_out_1 : new_c4_1;
+  assign \$7  = out_1 != old_out_1;
+  assign \$10  = $signed(out_1) - $signed(old_out_1);
   assign \$12  = 1'h0 + changed[0];
   assign \$13  = \$12  + changed[1];
   assign \$14  = layer0_events + \$13 ;
@@ -973,7 +973,7 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
   always @(posedge clk)
     old_0_d1 <= \$23 ;
   always @(posedge clk)
-    old_c4_0 <= \$24 ;
+    old_out_0 <= \$24 ;
   always @(posedge clk)
     hold_c4_0 <= \$25 ;
   always @(posedge clk)
@@ -1244,8 +1244,8 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
   assign \config__valid$9  = config__valid;
   assign params = \params$15 [6:0];
   assign \params$19  = \params$15 [13:7];
-  assign old_out_0 = old_c4_0;
-  assign old_out_1 = old_c4_1;
+  assign old_c4_0 = old_out_0;
+  assign old_c4_1 = old_out_1;
   assign w__payload = entry;
   assign starting = reserve;
   assign \credit$49  = credit;
@@ -1305,6 +1305,8 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
   assign \acc$18.gate  = \acc$18 [41:21];
   assign \params$19.cand_shift  = \params$15 [13:7];
   assign \old$20.h  = \old$20 ;
+  assign \old_c4_0.h  = old_out_0;
+  assign \old_c4_1.h  = old_out_1;
   assign \state_write.addr  = state_write[1:0];
   assign \state_write.en  = state_write[2];
   assign \state_write.data  = state_write[34:3];
@@ -1322,7 +1324,6 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
   assign \slot_c4.index  = slot_c4[16:14];
   assign \slot_c4.value  = slot_c4[27:17];
   assign \new_c4_0.h  = new_c4_0;
-  assign \old_c4_0.h  = old_c4_0;
   assign \trace.valid  = trace[0];
   assign \trace.group  = trace[2:1];
   assign \trace.step_end  = trace[3];
@@ -1341,7 +1342,6 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
   assign \entry.marker  = entry[38];
   assign \entry.seq_end  = entry[39];
   assign \new_c4_1.h  = new_c4_1;
-  assign \old_c4_1.h  = old_c4_1;
   assign \w__payload.mask  = entry[1:0];
   assign \w__payload.value  = entry[35:2];
   assign \w__payload.value[0]  = entry[18:2];
@@ -1646,7 +1646,7 @@ module \accelerator.layer0.entries (rst, w__valid, reserve, credit, r__payload, 
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__payload, o__valid, o__ready, clk);
+module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__ready, o__payload, o__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$4  = 0;
   wire \$1 ;
   wire \$2 ;
@@ -1855,9 +1855,9 @@ module \accelerator.layer0.front (config__valid, clk, rst, items__payload, items
   reg [31:0] \$48 ;
   reg [27:0] \$49 ;
   wire \$5 ;
-  reg \$50 ;
-  reg [31:0] \$51 ;
-  reg [27:0] \$52 ;
+  reg [27:0] \$50 ;
+  reg \$51 ;
+  reg [31:0] \$52 ;
   reg [13:0] \$53 ;
   reg [31:0] \$54 ;
   reg [27:0] \$55 ;
@@ -2192,11 +2192,11 @@ module \accelerator.layer0.front (config__valid, clk, rst, items__payload, items
   always @(posedge clk)
     slot_c2 <= \$49 ;
   always @(posedge clk)
-    use_acc2a <= \$50 ;
+    slot_c2a <= \$50 ;
   always @(posedge clk)
-    layer0_macs <= \$51 ;
+    use_acc2a <= \$51 ;
   always @(posedge clk)
-    slot_c2a <= \$52 ;
+    layer0_macs <= \$52 ;
   always @(posedge clk)
     params <= \$53 ;
   always @(posedge clk)
@@ -2384,26 +2384,26 @@ module \accelerator.layer0.front (config__valid, clk, rst, items__payload, items
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$50  = 1'h0;
+    \$50  = slot_c2;
     if (rst) begin
-      \$50  = 1'h0;
+      \$50  = 28'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$51  = layer0_macs;
+    \$51  = 1'h0;
+    if (rst) begin
+      \$51  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$52  = layer0_macs;
     if (\$38 ) begin
-      \$51  = \$39 [31:0];
+      \$52  = \$39 [31:0];
     end
     if (rst) begin
-      \$51  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$52  = slot_c2;
-    if (rst) begin
-      \$52  = 28'h0000000;
+      \$52  = 32'd0;
     end
   end
   always @* begin
@@ -3614,7 +3614,7 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.serializer (rst, items__ready, entries__payload, entries__valid, items__valid, items__payload, entries__ready, clk);
+module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__payload, entries__ready, entries__payload, entries__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
   wire [1:0] \$1 ;
   wire \$10 ;
@@ -7009,8 +7009,8 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   reg [31:0] \$45 ;
   reg [31:0] \$46 ;
   reg [31:0] \$47 ;
-  reg \$48 ;
-  reg [31:0] \$49 ;
+  reg [31:0] \$48 ;
+  reg \$49 ;
   wire \$5 ;
   reg [31:0] \$50 ;
   reg [31:0] \$51 ;
@@ -7269,11 +7269,11 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   always @(posedge clk)
     slot_c2 <= \$47 ;
   always @(posedge clk)
-    use_acc2a <= \$48 ;
+    slot_c2a <= \$48 ;
   always @(posedge clk)
-    readout_macs <= \$49 ;
+    use_acc2a <= \$49 ;
   always @(posedge clk)
-    slot_c2a <= \$50 ;
+    readout_macs <= \$50 ;
   always @(posedge clk)
     slot_c2b <= \$51 ;
   always @(posedge clk)
@@ -7423,24 +7423,24 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$48  = use_acc;
+    \$48  = slot_c2;
     if (rst) begin
-      \$48  = 1'h0;
+      \$48  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$49  = readout_macs;
+    \$49  = use_acc;
+    if (rst) begin
+      \$49  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$50  = readout_macs;
     if (\$38 ) begin
-      \$49  = \$39 [31:0];
+      \$50  = \$39 [31:0];
     end
-    if (rst) begin
-      \$49  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$50  = slot_c2;
     if (rst) begin
       \$50  = 32'd0;
     end

@@ -534,7 +534,7 @@ endmodule
 module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, rst, items__ready, \items__ready$103 , \trace$138 , layer0_events, layer0_saturations, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_pool_reads, layer0_pool_writes, layer0_macs
 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, events__valid, events__payload, items__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
-  wire [15:0] \$1 ;
+  wire [24:0] \$1 ;
   wire \$10 ;
   reg \$100 ;
   reg [15:0] \$101 ;
@@ -546,7 +546,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   reg [15:0] \$107 ;
   reg \$108 ;
   reg [15:0] \$109 ;
-  wire \$11 ;
+  wire [24:0] \$11 ;
   reg \$110 ;
   reg \$111 ;
   reg [15:0] \$112 ;
@@ -555,38 +555,38 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   reg [31:0] \$115 ;
   reg [31:0] \$116 ;
   wire \$12 ;
-  wire \$13 ;
-  wire \$14 ;
-  wire \$15 ;
-  wire \$16 ;
-  wire [15:0] \$17 ;
-  wire [24:0] \$18 ;
-  wire \$19 ;
-  wire [24:0] \$2 ;
-  wire [24:0] \$20 ;
-  wire \$21 ;
+  wire [24:0] \$13 ;
+  wire [24:0] \$14 ;
+  wire [23:0] \$15 ;
+  wire [24:0] \$16 ;
+  wire [24:0] \$17 ;
+  wire \$18 ;
+  wire [24:0] \$19 ;
+  wire \$2 ;
+  wire \$20 ;
+  wire [24:0] \$21 ;
   wire [24:0] \$22 ;
-  wire [24:0] \$23 ;
-  wire [23:0] \$24 ;
+  wire [23:0] \$23 ;
+  wire [24:0] \$24 ;
   wire [24:0] \$25 ;
   wire \$26 ;
-  wire \$27 ;
+  wire [24:0] \$27 ;
   wire \$28 ;
-  wire \$29 ;
-  wire \$3 ;
-  wire \$30 ;
-  wire \$31 ;
-  wire \$32 ;
+  wire [24:0] \$29 ;
+  wire [24:0] \$3 ;
+  wire [24:0] \$30 ;
+  wire [23:0] \$31 ;
+  wire [24:0] \$32 ;
   wire [15:0] \$33 ;
-  wire [24:0] \$34 ;
+  wire \$34 ;
   wire \$35 ;
-  wire [24:0] \$36 ;
+  wire \$36 ;
   wire \$37 ;
-  wire [24:0] \$38 ;
-  wire [24:0] \$39 ;
-  wire [24:0] \$4 ;
-  wire [23:0] \$40 ;
-  wire [24:0] \$41 ;
+  wire \$38 ;
+  wire \$39 ;
+  wire \$4 ;
+  wire \$40 ;
+  wire [15:0] \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
@@ -595,15 +595,15 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   wire \$47 ;
   wire \$48 ;
   wire [15:0] \$49 ;
-  wire \$5 ;
-  wire [24:0] \$50 ;
+  wire [24:0] \$5 ;
+  wire \$50 ;
   wire \$51 ;
-  wire [24:0] \$52 ;
+  wire \$52 ;
   wire \$53 ;
-  wire [24:0] \$54 ;
-  wire [24:0] \$55 ;
-  wire [23:0] \$56 ;
-  wire [24:0] \$57 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire [15:0] \$57 ;
   wire \$58 ;
   wire \$59 ;
   wire [24:0] \$6 ;
@@ -617,7 +617,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   wire [23:0] \$67 ;
   wire [23:0] \$68 ;
   wire [23:0] \$69 ;
-  wire [24:0] \$7 ;
+  wire [23:0] \$7 ;
   wire [1:0] \$70 ;
   wire [2:0] \$71 ;
   wire [3:0] \$72 ;
@@ -628,7 +628,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   wire [3:0] \$77 ;
   wire [4:0] \$78 ;
   wire [32:0] \$79 ;
-  wire [23:0] \$8 ;
+  wire [24:0] \$8 ;
   reg [28:0] \$80 ;
   reg \$81 ;
   reg [15:0] \$82 ;
@@ -850,22 +850,22 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   wire [15:0] \old$26 ;
   wire [15:0] \old$26.h ;
   wire [15:0] \old.h ;
-  reg [15:0] old_c4_0 = 16'h0000;
+  (* init = 16'h0000 *)
+  wire [15:0] old_c4_0;
   wire [15:0] \old_c4_0.h ;
-  reg [15:0] old_c4_1 = 16'h0000;
+  (* init = 16'h0000 *)
+  wire [15:0] old_c4_1;
   wire [15:0] \old_c4_1.h ;
-  reg [15:0] old_c4_2 = 16'h0000;
+  (* init = 16'h0000 *)
+  wire [15:0] old_c4_2;
   wire [15:0] \old_c4_2.h ;
-  reg [15:0] old_c4_3 = 16'h0000;
+  (* init = 16'h0000 *)
+  wire [15:0] old_c4_3;
   wire [15:0] \old_c4_3.h ;
-  (* init = 16'h0000 *)
-  wire [15:0] old_out_0;
-  (* init = 16'h0000 *)
-  wire [15:0] old_out_1;
-  (* init = 16'h0000 *)
-  wire [15:0] old_out_2;
-  (* init = 16'h0000 *)
-  wire [15:0] old_out_3;
+  reg [15:0] old_out_0 = 16'h0000;
+  reg [15:0] old_out_1 = 16'h0000;
+  reg [15:0] old_out_2 = 16'h0000;
+  reg [15:0] old_out_3 = 16'h0000;
   reg [23:0] old_pool_c4_0 = 24'h000000;
   reg [23:0] old_pool_c4_1 = 24'h000000;
   reg [23:0] old_pool_c4_2 = 24'h000000;
@@ -1037,69 +1037,69 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   assign \old$20  = slot[14] ? 16'h0000 : state[31:16];
   assign \old$23  = slot[14] ? 16'h0000 : state[47:32];
   assign \old$26  = slot[14] ? 16'h0000 : state[63:48];
-  assign \$1  = hold_c4_0 ? old_c4_0 : new_c4_0;
-  assign out_0 = hold_c4_0 ? old_c4_0 : out_c4_0;
-  assign \$2  = $signed(old_pool_c4_0) + $signed(out_0);
-  assign \$3  = ! \$2 [24:23];
-  assign \$4  = $signed(old_pool_c4_0) + $signed(out_0);
-  assign \$5  = \$4 [24:23] == 2'h3;
-  assign pool_0_fits = \$3  | \$5 ;
+  assign out_0 = hold_c4_0 ? old_out_0 : out_c4_0;
+  assign \$1  = $signed(old_pool_c4_0) + $signed(out_0);
+  assign \$2  = ! \$1 [24:23];
+  assign \$3  = $signed(old_pool_c4_0) + $signed(out_0);
+  assign \$4  = \$3 [24:23] == 2'h3;
+  assign pool_0_fits = \$2  | \$4 ;
+  assign \$5  = $signed(old_pool_c4_0) + $signed(out_0);
   assign \$6  = $signed(old_pool_c4_0) + $signed(out_0);
-  assign \$7  = $signed(old_pool_c4_0) + $signed(out_0);
-  assign \$8  = \$7 [24] ? 24'h800000 : 24'h7fffff;
-  assign \$9  = pool_0_fits ? { 1'h0, \$6 [23:0] } : { \$8 [23], \$8  };
+  assign \$7  = \$6 [24] ? 24'h800000 : 24'h7fffff;
+  assign \$8  = pool_0_fits ? { 1'h0, \$5 [23:0] } : { \$7 [23], \$7  };
   assign pool_0_clipped = ~ pool_0_fits;
-  assign \$10  = out_0 != old_c4_0;
-  assign \$12  = saturated_c4_0 | pool_0_clipped;
-  assign \$15  = | \$9 [23:0];
-  assign \$16  = \$14  & \$15 ;
-  assign \$17  = hold_c4_1 ? old_c4_1 : new_c4_1;
-  assign out_1 = hold_c4_1 ? old_c4_1 : out_c4_1;
-  assign \$18  = $signed(old_pool_c4_1) + $signed(out_1);
-  assign \$19  = ! \$18 [24:23];
-  assign \$20  = $signed(old_pool_c4_1) + $signed(out_1);
-  assign \$21  = \$20 [24:23] == 2'h3;
-  assign pool_1_fits = \$19  | \$21 ;
-  assign \$22  = $signed(old_pool_c4_1) + $signed(out_1);
-  assign \$23  = $signed(old_pool_c4_1) + $signed(out_1);
-  assign \$24  = \$23 [24] ? 24'h800000 : 24'h7fffff;
-  assign \$25  = pool_1_fits ? { 1'h0, \$22 [23:0] } : { \$24 [23], \$24  };
+  assign out_1 = hold_c4_1 ? old_out_1 : out_c4_1;
+  assign \$9  = $signed(old_pool_c4_1) + $signed(out_1);
+  assign \$10  = ! \$9 [24:23];
+  assign \$11  = $signed(old_pool_c4_1) + $signed(out_1);
+  assign \$12  = \$11 [24:23] == 2'h3;
+  assign pool_1_fits = \$10  | \$12 ;
+  assign \$13  = $signed(old_pool_c4_1) + $signed(out_1);
+  assign \$14  = $signed(old_pool_c4_1) + $signed(out_1);
+  assign \$15  = \$14 [24] ? 24'h800000 : 24'h7fffff;
+  assign \$16  = pool_1_fits ? { 1'h0, \$13 [23:0] } : { \$15 [23], \$15  };
   assign pool_1_clipped = ~ pool_1_fits;
-  assign \$26  = out_1 != old_c4_1;
-  assign \$28  = saturated_c4_1 | pool_1_clipped;
-  assign \$31  = | \$25 [23:0];
-  assign \$32  = \$30  & \$31 ;
-  assign \$33  = hold_c4_2 ? old_c4_2 : new_c4_2;
-  assign out_2 = hold_c4_2 ? old_c4_2 : out_c4_2;
-  assign \$34  = $signed(old_pool_c4_2) + $signed(out_2);
-  assign \$35  = ! \$34 [24:23];
-  assign \$36  = $signed(old_pool_c4_2) + $signed(out_2);
-  assign \$37  = \$36 [24:23] == 2'h3;
-  assign pool_2_fits = \$35  | \$37 ;
-  assign \$38  = $signed(old_pool_c4_2) + $signed(out_2);
-  assign \$39  = $signed(old_pool_c4_2) + $signed(out_2);
-  assign \$40  = \$39 [24] ? 24'h800000 : 24'h7fffff;
-  assign \$41  = pool_2_fits ? { 1'h0, \$38 [23:0] } : { \$40 [23], \$40  };
+  assign out_2 = hold_c4_2 ? old_out_2 : out_c4_2;
+  assign \$17  = $signed(old_pool_c4_2) + $signed(out_2);
+  assign \$18  = ! \$17 [24:23];
+  assign \$19  = $signed(old_pool_c4_2) + $signed(out_2);
+  assign \$20  = \$19 [24:23] == 2'h3;
+  assign pool_2_fits = \$18  | \$20 ;
+  assign \$21  = $signed(old_pool_c4_2) + $signed(out_2);
+  assign \$22  = $signed(old_pool_c4_2) + $signed(out_2);
+  assign \$23  = \$22 [24] ? 24'h800000 : 24'h7fffff;
+  assign \$24  = pool_2_fits ? { 1'h0, \$21 [23:0] } : { \$23 [23], \$23  };
   assign pool_2_clipped = ~ pool_2_fits;
-  assign \$42  = out_2 != old_c4_2;
-  assign \$44  = saturated_c4_2 | pool_2_clipped;
-  assign \$47  = | \$41 [23:0];
-  assign \$48  = \$46  & \$47 ;
-  assign \$49  = hold_c4_3 ? old_c4_3 : new_c4_3;
-  assign out_3 = hold_c4_3 ? old_c4_3 : out_c4_3;
-  assign \$50  = $signed(old_pool_c4_3) + $signed(out_3);
-  assign \$51  = ! \$50 [24:23];
-  assign \$52  = $signed(old_pool_c4_3) + $signed(out_3);
-  assign \$53  = \$52 [24:23] == 2'h3;
-  assign pool_3_fits = \$51  | \$53 ;
-  assign \$54  = $signed(old_pool_c4_3) + $signed(out_3);
-  assign \$55  = $signed(old_pool_c4_3) + $signed(out_3);
-  assign \$56  = \$55 [24] ? 24'h800000 : 24'h7fffff;
-  assign \$57  = pool_3_fits ? { 1'h0, \$54 [23:0] } : { \$56 [23], \$56  };
+  assign out_3 = hold_c4_3 ? old_out_3 : out_c4_3;
+  assign \$25  = $signed(old_pool_c4_3) + $signed(out_3);
+  assign \$26  = ! \$25 [24:23];
+  assign \$27  = $signed(old_pool_c4_3) + $signed(out_3);
+  assign \$28  = \$27 [24:23] == 2'h3;
+  assign pool_3_fits = \$26  | \$28 ;
+  assign \$29  = $signed(old_pool_c4_3) + $signed(out_3);
+  assign \$30  = $signed(old_pool_c4_3) + $signed(out_3);
+  assign \$31  = \$30 [24] ? 24'h800000 : 24'h7fffff;
+  assign \$32  = pool_3_fits ? { 1'h0, \$29 [23:0] } : { \$31 [23], \$31  };
   assign pool_3_clipped = ~ pool_3_fits;
-  assign \$58  = out_3 != old_c4_3;
+  assign \$33  = hold_c4_0 ? old_out_0 : new_c4_0;
+  assign \$34  = out_0 != old_out_0;
+  assign \$36  = saturated_c4_0 | pool_0_clipped;
+  assign \$39  = | \$8 [23:0];
+  assign \$40  = \$38  & \$39 ;
+  assign \$41  = hold_c4_1 ? old_out_1 : new_c4_1;
+  assign \$42  = out_1 != old_out_1;
+  assign \$44  = saturated_c4_1 | pool_1_clipped;
+  assign \$47  = | \$16 [23:0];
+  assign \$48  = \$46  & \$47 ;
+  assign \$49  = hold_c4_2 ? old_out_2 : new_c4_2;
+  assign \$50  = out_2 != old_out_2;
+  assign \$52  = saturated_c4_2 | pool_2_clipped;
+  assign \$55  = | \$24 [23:0];
+  assign \$56  = \$54  & \$55 ;
+  assign \$57  = hold_c4_3 ? old_out_3 : new_c4_3;
+  assign \$58  = out_3 != old_out_3;
   assign \$60  = saturated_c4_3 | pool_3_clipped;
-  assign \$63  = | \$57 [23:0];
+  assign \$63  = | \$32 [23:0];
   assign \$64  = \$62  & \$63 ;
   assign \$65  = slot_c4[13] & slot_c4[15];
   assign w__valid = finalize4 & entry[104];
@@ -1124,7 +1124,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   always @(posedge clk)
     new_c4_0 <= \$82 ;
   always @(posedge clk)
-    old_c4_0 <= \$83 ;
+    old_out_0 <= \$83 ;
   always @(posedge clk)
     hold_c4_0 <= \$84 ;
   always @(posedge clk)
@@ -1140,7 +1140,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   always @(posedge clk)
     new_c4_1 <= \$90 ;
   always @(posedge clk)
-    old_c4_1 <= \$91 ;
+    old_out_1 <= \$91 ;
   always @(posedge clk)
     hold_c4_1 <= \$92 ;
   always @(posedge clk)
@@ -1156,7 +1156,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   always @(posedge clk)
     new_c4_2 <= \$98 ;
   always @(posedge clk)
-    old_c4_2 <= \$99 ;
+    old_out_2 <= \$99 ;
   always @(posedge clk)
     hold_c4_2 <= \$100 ;
   always @(posedge clk)
@@ -1172,7 +1172,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   always @(posedge clk)
     new_c4_3 <= \$106 ;
   always @(posedge clk)
-    old_c4_3 <= \$107 ;
+    old_out_3 <= \$107 ;
   always @(posedge clk)
     hold_c4_3 <= \$108 ;
   always @(posedge clk)
@@ -1567,14 +1567,14 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   assign \params$19  = \params$15 [15:8];
   assign \params$22  = \params$15 [23:16];
   assign \params$25  = \params$15 [31:24];
-  assign old_out_0 = old_c4_0;
-  assign pool_0 = \$9 [23:0];
-  assign old_out_1 = old_c4_1;
-  assign pool_1 = \$25 [23:0];
-  assign old_out_2 = old_c4_2;
-  assign pool_2 = \$41 [23:0];
-  assign old_out_3 = old_c4_3;
-  assign pool_3 = \$57 [23:0];
+  assign old_c4_0 = old_out_0;
+  assign pool_0 = \$8 [23:0];
+  assign old_c4_1 = old_out_1;
+  assign pool_1 = \$16 [23:0];
+  assign old_c4_2 = old_out_2;
+  assign pool_2 = \$24 [23:0];
+  assign old_c4_3 = old_out_3;
+  assign pool_3 = \$32 [23:0];
   assign w__payload = entry;
   assign starting = reserve;
   assign \credit$88  = credit;
@@ -1654,6 +1654,10 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   assign \acc$24.thr  = \acc$24 [33:17];
   assign \params$25.alpha  = \params$15 [31:24];
   assign \old$26.h  = \old$26 ;
+  assign \old_c4_0.h  = old_out_0;
+  assign \old_c4_1.h  = old_out_1;
+  assign \old_c4_2.h  = old_out_2;
+  assign \old_c4_3.h  = old_out_3;
   assign \state_write.addr  = state_write[2:0];
   assign \state_write.en  = state_write[3];
   assign \state_write.data  = state_write[67:4];
@@ -1680,7 +1684,6 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   assign \pool_write.data[2]  = pool_write[75:52];
   assign \pool_write.data[3]  = pool_write[99:76];
   assign \new_c4_0.h  = new_c4_0;
-  assign \old_c4_0.h  = old_c4_0;
   assign \trace.valid  = trace[0];
   assign \trace.group  = trace[3:1];
   assign \trace.step_end  = trace[4];
@@ -1705,11 +1708,8 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   assign \entry.marker  = entry[103];
   assign \entry.seq_end  = entry[104];
   assign \new_c4_1.h  = new_c4_1;
-  assign \old_c4_1.h  = old_c4_1;
   assign \new_c4_2.h  = new_c4_2;
-  assign \old_c4_2.h  = old_c4_2;
   assign \new_c4_3.h  = new_c4_3;
-  assign \old_c4_3.h  = old_c4_3;
   assign \w__payload.mask  = entry[3:0];
   assign \w__payload.value  = entry[99:4];
   assign \w__payload.value[0]  = entry[27:4];
@@ -1788,14 +1788,14 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   assign entry[104] = slot_c4[15];
   assign entry[103] = \$65 ;
   assign entry[102:100] = slot_c4[3:1];
-  assign entry[99:76] = \$57 [23:0];
+  assign entry[99:76] = \$32 [23:0];
   assign entry[3] = \$64 ;
-  assign entry[75:52] = \$41 [23:0];
-  assign entry[2] = \$48 ;
-  assign entry[51:28] = \$25 [23:0];
-  assign entry[1] = \$32 ;
-  assign entry[27:4] = \$9 [23:0];
-  assign entry[0] = \$16 ;
+  assign entry[75:52] = \$24 [23:0];
+  assign entry[2] = \$56 ;
+  assign entry[51:28] = \$16 [23:0];
+  assign entry[1] = \$48 ;
+  assign entry[27:4] = \$8 [23:0];
+  assign entry[0] = \$40 ;
   assign trace[5] = slot_c4[15];
   assign trace[4] = slot_c4[13];
   assign trace[3:1] = slot_c4[3:1];
@@ -1809,23 +1809,23 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   assign trace[70] = gate_c4_0;
   assign trace[21:6] = out_0;
   assign saturated[3] = \$61 ;
-  assign saturated[2] = \$45 ;
-  assign saturated[1] = \$29 ;
-  assign saturated[0] = \$13 ;
+  assign saturated[2] = \$53 ;
+  assign saturated[1] = \$45 ;
+  assign saturated[0] = \$37 ;
   assign changed[3] = \$59 ;
-  assign changed[2] = \$43 ;
-  assign changed[1] = \$27 ;
-  assign changed[0] = \$11 ;
-  assign pool_write[99:76] = \$57 [23:0];
-  assign pool_write[75:52] = \$41 [23:0];
-  assign pool_write[51:28] = \$25 [23:0];
-  assign pool_write[27:4] = \$9 [23:0];
+  assign changed[2] = \$51 ;
+  assign changed[1] = \$43 ;
+  assign changed[0] = \$35 ;
+  assign pool_write[99:76] = \$32 [23:0];
+  assign pool_write[75:52] = \$24 [23:0];
+  assign pool_write[51:28] = \$16 [23:0];
+  assign pool_write[27:4] = \$8 [23:0];
   assign pool_write[3] = finalize4;
   assign pool_write[2:0] = slot_c4[3:1];
-  assign state_write[67:52] = \$49 ;
-  assign state_write[51:36] = \$33 ;
-  assign state_write[35:20] = \$17 ;
-  assign state_write[19:4] = \$1 ;
+  assign state_write[67:52] = \$57 ;
+  assign state_write[51:36] = \$49 ;
+  assign state_write[35:20] = \$41 ;
+  assign state_write[19:4] = \$33 ;
   assign state_write[3] = finalize4;
   assign state_write[2:0] = slot_c4[3:1];
   assign \acc$24 [33:17] = \acc$13 [135:119];
@@ -1836,15 +1836,15 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   assign \acc$18 [16:0] = \acc$13 [50:34];
   assign acc[33:17] = \acc$13 [33:17];
   assign acc[16:0] = \acc$13 [16:0];
-  assign \$11  = \$10 ;
-  assign \$13  = \$12 ;
-  assign \$14  = slot_c4[15];
-  assign \$27  = \$26 ;
-  assign \$29  = \$28 ;
-  assign \$30  = slot_c4[15];
+  assign \$35  = \$34 ;
+  assign \$37  = \$36 ;
+  assign \$38  = slot_c4[15];
   assign \$43  = \$42 ;
   assign \$45  = \$44 ;
   assign \$46  = slot_c4[15];
+  assign \$51  = \$50 ;
+  assign \$53  = \$52 ;
+  assign \$54  = slot_c4[15];
   assign \$59  = \$58 ;
   assign \$61  = \$60 ;
   assign \$62  = slot_c4[15];
@@ -2072,7 +2072,7 @@ module \accelerator.layer0.entries (rst, w__valid, reserve, credit, r__payload, 
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__payload, o__valid, o__ready, clk);
+module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__ready, o__payload, o__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$4  = 0;
   wire \$1 ;
   wire \$2 ;
@@ -2304,9 +2304,9 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
   reg [31:0] \$54 ;
   reg [31:0] \$55 ;
   reg [28:0] \$56 ;
-  reg \$57 ;
-  reg [31:0] \$58 ;
-  reg [28:0] \$59 ;
+  reg [28:0] \$57 ;
+  reg \$58 ;
+  reg [31:0] \$59 ;
   wire \$6 ;
   reg [31:0] \$60 ;
   reg [63:0] \$61 ;
@@ -2833,11 +2833,11 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
   always @(posedge clk)
     slot_c2 <= \$56 ;
   always @(posedge clk)
-    use_acc2a <= \$57 ;
+    slot_c2a <= \$57 ;
   always @(posedge clk)
-    layer0_macs <= \$58 ;
+    use_acc2a <= \$58 ;
   always @(posedge clk)
-    slot_c2a <= \$59 ;
+    layer0_macs <= \$59 ;
   always @(posedge clk)
     params <= \$60 ;
   always @(posedge clk)
@@ -3049,26 +3049,26 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$57  = 1'h0;
+    \$57  = slot_c2;
     if (rst) begin
-      \$57  = 1'h0;
+      \$57  = 29'h00000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$58  = layer0_macs;
+    \$58  = 1'h0;
+    if (rst) begin
+      \$58  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$59  = layer0_macs;
     if (\$43 ) begin
-      \$58  = \$44 [31:0];
+      \$59  = \$44 [31:0];
     end
     if (rst) begin
-      \$58  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$59  = slot_c2;
-    if (rst) begin
-      \$59  = 29'h00000000;
+      \$59  = 32'd0;
     end
   end
   always @* begin
@@ -4553,7 +4553,7 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.serializer (rst, items__ready, entries__payload, entries__valid, items__valid, items__payload, entries__ready, clk);
+module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__payload, entries__ready, entries__payload, entries__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
   wire [3:0] \$1 ;
   wire \$10 ;
@@ -5889,9 +5889,9 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   reg [31:0] \$34 ;
   reg [31:0] \$35 ;
   reg [44:0] \$36 ;
-  reg \$37 ;
-  reg [31:0] \$38 ;
-  reg [44:0] \$39 ;
+  reg [44:0] \$37 ;
+  reg \$38 ;
+  reg [31:0] \$39 ;
   wire \$4 ;
   reg [44:0] \$40 ;
   reg [44:0] \$41 ;
@@ -6208,7 +6208,7 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   end
   assign \port__data$29  = _1_;
   always @(posedge clk)
-    slot_c2a <= \$39 ;
+    readout_macs <= \$39 ;
   always @(posedge clk)
     slot_c2b <= \$40 ;
   always @(posedge clk)
@@ -6255,9 +6255,9 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   always @(posedge clk)
     slot_c2 <= \$36 ;
   always @(posedge clk)
-    use_acc2a <= \$37 ;
+    slot_c2a <= \$37 ;
   always @(posedge clk)
-    readout_macs <= \$38 ;
+    use_acc2a <= \$38 ;
   \accelerator.readout.front.issue  issue (
     .clk(clk),
     .credit(credit),
@@ -6286,9 +6286,12 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$39  = slot_c2;
+    \$39  = readout_macs;
+    if (\$26 ) begin
+      \$39  = \$30 [31:0];
+    end
     if (rst) begin
-      \$39  = 45'h000000000000;
+      \$39  = 32'd0;
     end
   end
   always @* begin
@@ -6363,19 +6366,16 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$37  = 1'h0;
+    \$37  = slot_c2;
     if (rst) begin
-      \$37  = 1'h0;
+      \$37  = 45'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$38  = readout_macs;
-    if (\$26 ) begin
-      \$38  = \$30 [31:0];
-    end
+    \$38  = 1'h0;
     if (rst) begin
-      \$38  = 32'd0;
+      \$38  = 1'h0;
     end
   end
   assign \items__payload$1  = items__payload;

@@ -804,43 +804,43 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   reg [31:0] \$100 ;
   reg [31:0] \$101 ;
   reg [31:0] \$102 ;
-  wire \$11 ;
+  wire [15:0] \$11 ;
   wire \$12 ;
-  wire [16:0] \$13 ;
+  wire \$13 ;
   wire \$14 ;
   wire \$15 ;
-  wire [15:0] \$16 ;
+  wire \$16 ;
   wire \$17 ;
   wire \$18 ;
-  wire \$19 ;
+  wire [16:0] \$19 ;
   wire \$2 ;
   wire \$20 ;
   wire \$21 ;
-  wire \$22 ;
+  wire [15:0] \$22 ;
   wire \$23 ;
   wire \$24 ;
   wire \$25 ;
-  wire [16:0] \$26 ;
+  wire \$26 ;
   wire \$27 ;
   wire \$28 ;
-  wire [15:0] \$29 ;
-  wire [15:0] \$3 ;
-  wire \$30 ;
+  wire \$29 ;
+  wire \$3 ;
+  wire [16:0] \$30 ;
   wire \$31 ;
   wire \$32 ;
-  wire \$33 ;
+  wire [15:0] \$33 ;
   wire \$34 ;
   wire \$35 ;
   wire \$36 ;
   wire \$37 ;
   wire \$38 ;
-  wire [16:0] \$39 ;
+  wire \$39 ;
   wire \$4 ;
   wire \$40 ;
-  wire \$41 ;
-  wire [15:0] \$42 ;
+  wire [16:0] \$41 ;
+  wire \$42 ;
   wire \$43 ;
-  wire \$44 ;
+  wire [15:0] \$44 ;
   wire \$45 ;
   wire \$46 ;
   wire \$47 ;
@@ -1107,22 +1107,22 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   wire [15:0] \old$26 ;
   wire [15:0] \old$26.h ;
   wire [15:0] \old.h ;
-  reg [15:0] old_c4_0 = 16'h0000;
+  (* init = 16'h0000 *)
+  wire [15:0] old_c4_0;
   wire [15:0] \old_c4_0.h ;
-  reg [15:0] old_c4_1 = 16'h0000;
+  (* init = 16'h0000 *)
+  wire [15:0] old_c4_1;
   wire [15:0] \old_c4_1.h ;
-  reg [15:0] old_c4_2 = 16'h0000;
+  (* init = 16'h0000 *)
+  wire [15:0] old_c4_2;
   wire [15:0] \old_c4_2.h ;
-  reg [15:0] old_c4_3 = 16'h0000;
+  (* init = 16'h0000 *)
+  wire [15:0] old_c4_3;
   wire [15:0] \old_c4_3.h ;
-  (* init = 16'h0000 *)
-  wire [15:0] old_out_0;
-  (* init = 16'h0000 *)
-  wire [15:0] old_out_1;
-  (* init = 16'h0000 *)
-  wire [15:0] old_out_2;
-  (* init = 16'h0000 *)
-  wire [15:0] old_out_3;
+  reg [15:0] old_out_0 = 16'h0000;
+  reg [15:0] old_out_1 = 16'h0000;
+  reg [15:0] old_out_2 = 16'h0000;
+  reg [15:0] old_out_3 = 16'h0000;
   wire [15:0] out;
   wire [15:0] \out$101 ;
   wire [15:0] \out$108 ;
@@ -1269,52 +1269,52 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   assign \old$26  = slot[16] ? 16'h0000 : state[63:48];
   assign \$1  = ~ slot_c4[0];
   assign \$2  = hold_c4_0 | \$1 ;
-  assign \$3  = \$2  ? old_c4_0 : new_c4_0;
-  assign \$4  = ~ slot_c4[0];
-  assign \$5  = hold_c4_0 | \$4 ;
-  assign out_0 = \$5  ? old_c4_0 : out_c4_0;
-  assign \$6  = out_0 != old_c4_0;
-  assign \$8  = ~ slot_c4[0];
-  assign \$9  = hold_c4_0 | \$8 ;
-  assign \$10  = ~ \$9 ;
-  assign \$11  = saturated_c4_0 & \$10 ;
-  assign \$13  = $signed(out_0) - $signed(old_c4_0);
-  assign \$14  = ~ slot_c4[1];
-  assign \$15  = hold_c4_1 | \$14 ;
-  assign \$16  = \$15  ? old_c4_1 : new_c4_1;
-  assign \$17  = ~ slot_c4[1];
-  assign \$18  = hold_c4_1 | \$17 ;
-  assign out_1 = \$18  ? old_c4_1 : out_c4_1;
-  assign \$19  = out_1 != old_c4_1;
-  assign \$21  = ~ slot_c4[1];
-  assign \$22  = hold_c4_1 | \$21 ;
-  assign \$23  = ~ \$22 ;
-  assign \$24  = saturated_c4_1 & \$23 ;
-  assign \$26  = $signed(out_1) - $signed(old_c4_1);
-  assign \$27  = ~ slot_c4[2];
-  assign \$28  = hold_c4_2 | \$27 ;
-  assign \$29  = \$28  ? old_c4_2 : new_c4_2;
-  assign \$30  = ~ slot_c4[2];
-  assign \$31  = hold_c4_2 | \$30 ;
-  assign out_2 = \$31  ? old_c4_2 : out_c4_2;
-  assign \$32  = out_2 != old_c4_2;
-  assign \$34  = ~ slot_c4[2];
-  assign \$35  = hold_c4_2 | \$34 ;
-  assign \$36  = ~ \$35 ;
-  assign \$37  = saturated_c4_2 & \$36 ;
-  assign \$39  = $signed(out_2) - $signed(old_c4_2);
-  assign \$40  = ~ slot_c4[3];
-  assign \$41  = hold_c4_3 | \$40 ;
-  assign \$42  = \$41  ? old_c4_3 : new_c4_3;
-  assign \$43  = ~ slot_c4[3];
-  assign \$44  = hold_c4_3 | \$43 ;
-  assign out_3 = \$44  ? old_c4_3 : out_c4_3;
-  assign \$45  = out_3 != old_c4_3;
+  assign out_0 = \$2  ? old_out_0 : out_c4_0;
+  assign \$3  = ~ slot_c4[1];
+  assign \$4  = hold_c4_1 | \$3 ;
+  assign out_1 = \$4  ? old_out_1 : out_c4_1;
+  assign \$5  = ~ slot_c4[2];
+  assign \$6  = hold_c4_2 | \$5 ;
+  assign out_2 = \$6  ? old_out_2 : out_c4_2;
+  assign \$7  = ~ slot_c4[3];
+  assign \$8  = hold_c4_3 | \$7 ;
+  assign out_3 = \$8  ? old_out_3 : out_c4_3;
+  assign \$9  = ~ slot_c4[0];
+  assign \$10  = hold_c4_0 | \$9 ;
+  assign \$11  = \$10  ? old_out_0 : new_c4_0;
+  assign \$12  = out_0 != old_out_0;
+  assign \$14  = ~ slot_c4[0];
+  assign \$15  = hold_c4_0 | \$14 ;
+  assign \$16  = ~ \$15 ;
+  assign \$17  = saturated_c4_0 & \$16 ;
+  assign \$19  = $signed(out_0) - $signed(old_out_0);
+  assign \$20  = ~ slot_c4[1];
+  assign \$21  = hold_c4_1 | \$20 ;
+  assign \$22  = \$21  ? old_out_1 : new_c4_1;
+  assign \$23  = out_1 != old_out_1;
+  assign \$25  = ~ slot_c4[1];
+  assign \$26  = hold_c4_1 | \$25 ;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = saturated_c4_1 & \$27 ;
+  assign \$30  = $signed(out_1) - $signed(old_out_1);
+  assign \$31  = ~ slot_c4[2];
+  assign \$32  = hold_c4_2 | \$31 ;
+  assign \$33  = \$32  ? old_out_2 : new_c4_2;
+  assign \$34  = out_2 != old_out_2;
+  assign \$36  = ~ slot_c4[2];
+  assign \$37  = hold_c4_2 | \$36 ;
+  assign \$38  = ~ \$37 ;
+  assign \$39  = saturated_c4_2 & \$38 ;
+  assign \$41  = $signed(out_2) - $signed(old_out_2);
+  assign \$42  = ~ slot_c4[3];
+  assign \$43  = hold_c4_3 | \$42 ;
+  assign \$44  = \$43  ? old_out_3 : new_c4_3;
+  assign \$45  = out_3 != old_out_3;
   assign \$47  = ~ slot_c4[3];
   assign \$48  = hold_c4_3 | \$47 ;
   assign \$49  = ~ \$48 ;
   assign \$50  = saturated_c4_3 & \$49 ;
-  assign \$52  = $signed(out_3) - $signed(old_c4_3);
+  assign \$52  = $signed(out_3) - $signed(old_out_3);
   assign \$54  = 1'h0 + changed[0];
   assign \$55  = \$54  + changed[1];
   assign \$56  = \$55  + changed[2];
@@ -1337,7 +1337,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   always @(posedge clk)
     new_c4_0 <= \$71 ;
   always @(posedge clk)
-    old_c4_0 <= \$72 ;
+    old_out_0 <= \$72 ;
   always @(posedge clk)
     hold_c4_0 <= \$73 ;
   always @(posedge clk)
@@ -1351,7 +1351,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   always @(posedge clk)
     new_c4_1 <= \$78 ;
   always @(posedge clk)
-    old_c4_1 <= \$79 ;
+    old_out_1 <= \$79 ;
   always @(posedge clk)
     hold_c4_1 <= \$80 ;
   always @(posedge clk)
@@ -1365,7 +1365,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   always @(posedge clk)
     new_c4_2 <= \$85 ;
   always @(posedge clk)
-    old_c4_2 <= \$86 ;
+    old_out_2 <= \$86 ;
   always @(posedge clk)
     hold_c4_2 <= \$87 ;
   always @(posedge clk)
@@ -1379,7 +1379,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   always @(posedge clk)
     new_c4_3 <= \$92 ;
   always @(posedge clk)
-    old_c4_3 <= \$93 ;
+    old_out_3 <= \$93 ;
   always @(posedge clk)
     hold_c4_3 <= \$94 ;
   always @(posedge clk)
@@ -1756,10 +1756,10 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   assign \params$19  = \params$15 [15:8];
   assign \params$22  = \params$15 [23:16];
   assign \params$25  = \params$15 [31:24];
-  assign old_out_0 = old_c4_0;
-  assign old_out_1 = old_c4_1;
-  assign old_out_2 = old_c4_2;
-  assign old_out_3 = old_c4_3;
+  assign old_c4_0 = old_out_0;
+  assign old_c4_1 = old_out_1;
+  assign old_c4_2 = old_out_2;
+  assign old_c4_3 = old_out_3;
   assign w__payload = entry;
   assign starting = reserve;
   assign \credit$71  = credit;
@@ -1840,13 +1840,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   assign \acc$24.thr  = \acc$24 [37:19];
   assign \params$25.alpha  = \params$15 [31:24];
   assign \old$26.h  = \old$26 ;
-  assign \state_write.addr  = state_write[1:0];
-  assign \state_write.en  = state_write[2];
-  assign \state_write.data  = state_write[66:3];
-  assign \state_write.data[0]  = state_write[18:3];
-  assign \state_write.data[1]  = state_write[34:19];
-  assign \state_write.data[2]  = state_write[50:35];
-  assign \state_write.data[3]  = state_write[66:51];
+  assign \old_c4_0.h  = old_out_0;
   assign \slot_c4.open  = slot_c4[3:0];
   assign \slot_c4.valid  = slot_c4[4];
   assign \slot_c4.group  = slot_c4[6:5];
@@ -1859,8 +1853,17 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   assign \slot_c4.empty  = slot_c4[18];
   assign \slot_c4.index  = slot_c4[22:19];
   assign \slot_c4.value  = slot_c4[30:23];
+  assign \old_c4_1.h  = old_out_1;
+  assign \old_c4_2.h  = old_out_2;
+  assign \old_c4_3.h  = old_out_3;
+  assign \state_write.addr  = state_write[1:0];
+  assign \state_write.en  = state_write[2];
+  assign \state_write.data  = state_write[66:3];
+  assign \state_write.data[0]  = state_write[18:3];
+  assign \state_write.data[1]  = state_write[34:19];
+  assign \state_write.data[2]  = state_write[50:35];
+  assign \state_write.data[3]  = state_write[66:51];
   assign \new_c4_0.h  = new_c4_0;
-  assign \old_c4_0.h  = old_c4_0;
   assign \trace.valid  = trace[0];
   assign \trace.group  = trace[2:1];
   assign \trace.step_end  = trace[3];
@@ -1885,11 +1888,8 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   assign \entry.marker  = entry[74];
   assign \entry.seq_end  = entry[75];
   assign \new_c4_1.h  = new_c4_1;
-  assign \old_c4_1.h  = old_c4_1;
   assign \new_c4_2.h  = new_c4_2;
-  assign \old_c4_2.h  = old_c4_2;
   assign \new_c4_3.h  = new_c4_3;
-  assign \old_c4_3.h  = old_c4_3;
   assign \w__payload.mask  = entry[3:0];
   assign \w__payload.value  = entry[71:4];
   assign \w__payload.value[0]  = entry[20:4];
@@ -1966,11 +1966,11 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   assign entry[73:72] = slot_c4[6:5];
   assign entry[71:55] = \$52 ;
   assign entry[3] = changed[3];
-  assign entry[54:38] = \$39 ;
+  assign entry[54:38] = \$41 ;
   assign entry[2] = changed[2];
-  assign entry[37:21] = \$26 ;
+  assign entry[37:21] = \$30 ;
   assign entry[1] = changed[1];
-  assign entry[20:4] = \$13 ;
+  assign entry[20:4] = \$19 ;
   assign entry[0] = changed[0];
   assign trace[4] = slot_c4[17];
   assign trace[3] = slot_c4[15];
@@ -1985,17 +1985,17 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   assign trace[69] = gate_c4_0;
   assign trace[20:5] = out_0;
   assign saturated[3] = \$51 ;
-  assign saturated[2] = \$38 ;
-  assign saturated[1] = \$25 ;
-  assign saturated[0] = \$12 ;
+  assign saturated[2] = \$40 ;
+  assign saturated[1] = \$29 ;
+  assign saturated[0] = \$18 ;
   assign changed[3] = \$46 ;
-  assign changed[2] = \$33 ;
-  assign changed[1] = \$20 ;
-  assign changed[0] = \$7 ;
-  assign state_write[66:51] = \$42 ;
-  assign state_write[50:35] = \$29 ;
-  assign state_write[34:19] = \$16 ;
-  assign state_write[18:3] = \$3 ;
+  assign changed[2] = \$35 ;
+  assign changed[1] = \$24 ;
+  assign changed[0] = \$13 ;
+  assign state_write[66:51] = \$44 ;
+  assign state_write[50:35] = \$33 ;
+  assign state_write[34:19] = \$22 ;
+  assign state_write[18:3] = \$11 ;
   assign state_write[2] = finalize4;
   assign state_write[1:0] = slot_c4[6:5];
   assign \acc$24 [37:19] = \acc$13 [151:133];
@@ -2006,12 +2006,12 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   assign \acc$18 [18:0] = \acc$13 [56:38];
   assign acc[37:19] = \acc$13 [37:19];
   assign acc[18:0] = \acc$13 [18:0];
-  assign \$7  = \$6 ;
-  assign \$12  = \$11 ;
-  assign \$20  = \$19 ;
-  assign \$25  = \$24 ;
-  assign \$33  = \$32 ;
-  assign \$38  = \$37 ;
+  assign \$13  = \$12 ;
+  assign \$18  = \$17 ;
+  assign \$24  = \$23 ;
+  assign \$29  = \$28 ;
+  assign \$35  = \$34 ;
+  assign \$40  = \$39 ;
   assign \$46  = \$45 ;
   assign \$51  = \$50 ;
   assign \$53  = slot_c4[15];
@@ -2240,7 +2240,7 @@ module \accelerator.layer0.entries (rst, w__valid, reserve, credit, r__payload, 
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__payload, o__valid, o__ready, clk);
+module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__ready, o__payload, o__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$4  = 0;
   wire \$1 ;
   wire \$2 ;
@@ -2470,9 +2470,9 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
   reg [31:0] \$52 ;
   reg [31:0] \$53 ;
   reg [30:0] \$54 ;
-  reg \$55 ;
-  reg [31:0] \$56 ;
-  reg [30:0] \$57 ;
+  reg [30:0] \$55 ;
+  reg \$56 ;
+  reg [31:0] \$57 ;
   reg [31:0] \$58 ;
   reg [63:0] \$59 ;
   wire \$6 ;
@@ -2905,11 +2905,11 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
   always @(posedge clk)
     slot_c2 <= \$54 ;
   always @(posedge clk)
-    use_acc2a <= \$55 ;
+    slot_c2a <= \$55 ;
   always @(posedge clk)
-    layer0_macs <= \$56 ;
+    use_acc2a <= \$56 ;
   always @(posedge clk)
-    slot_c2a <= \$57 ;
+    layer0_macs <= \$57 ;
   always @(posedge clk)
     params <= \$58 ;
   always @(posedge clk)
@@ -3100,26 +3100,26 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$55  = 1'h0;
+    \$55  = slot_c2;
     if (rst) begin
-      \$55  = 1'h0;
+      \$55  = 31'h00000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$56  = layer0_macs;
+    \$56  = 1'h0;
+    if (rst) begin
+      \$56  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$57  = layer0_macs;
     if (\$38 ) begin
-      \$56  = \$44 [31:0];
+      \$57  = \$44 [31:0];
     end
     if (rst) begin
-      \$56  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$57  = slot_c2;
-    if (rst) begin
-      \$57  = 31'h00000000;
+      \$57  = 32'd0;
     end
   end
   always @* begin
@@ -5009,7 +5009,7 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.serializer (rst, items__ready, entries__payload, entries__valid, items__valid, items__payload, entries__ready, clk);
+module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__payload, entries__ready, entries__payload, entries__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
   wire [3:0] \$1 ;
   wire \$10 ;
@@ -5687,7 +5687,7 @@ endmodule
 module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready$104 , items__payload, items__valid, \trace$139 , layer1_events, layer1_saturations, layer1_weights_reads, layer1_weights_writes, layer1_bias_reads, layer1_bias_writes, layer1_params_reads, layer1_params_writes, layer1_state_reads, layer1_state_writes, layer1_acc_reads, layer1_acc_writes, layer1_pool_reads
 , layer1_pool_writes, layer1_macs, layer1_items_reads, layer1_items_writes, layer1_item_overflows, layer1_busy_cycles, layer1_stall_cycles, layer1_steps, events__valid, events__payload, config__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$14  = 0;
-  wire [15:0] \$1 ;
+  wire [24:0] \$1 ;
   wire \$10 ;
   reg \$100 ;
   reg [15:0] \$101 ;
@@ -5699,7 +5699,7 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
   reg [15:0] \$107 ;
   reg \$108 ;
   reg [15:0] \$109 ;
-  wire \$11 ;
+  wire [24:0] \$11 ;
   reg \$110 ;
   reg \$111 ;
   reg [15:0] \$112 ;
@@ -5708,38 +5708,38 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
   reg [31:0] \$115 ;
   reg [31:0] \$116 ;
   wire \$12 ;
-  wire \$13 ;
-  wire \$14 ;
-  wire \$15 ;
-  wire \$16 ;
-  wire [15:0] \$17 ;
-  wire [24:0] \$18 ;
-  wire \$19 ;
-  wire [24:0] \$2 ;
-  wire [24:0] \$20 ;
-  wire \$21 ;
+  wire [24:0] \$13 ;
+  wire [24:0] \$14 ;
+  wire [23:0] \$15 ;
+  wire [24:0] \$16 ;
+  wire [24:0] \$17 ;
+  wire \$18 ;
+  wire [24:0] \$19 ;
+  wire \$2 ;
+  wire \$20 ;
+  wire [24:0] \$21 ;
   wire [24:0] \$22 ;
-  wire [24:0] \$23 ;
-  wire [23:0] \$24 ;
+  wire [23:0] \$23 ;
+  wire [24:0] \$24 ;
   wire [24:0] \$25 ;
   wire \$26 ;
-  wire \$27 ;
+  wire [24:0] \$27 ;
   wire \$28 ;
-  wire \$29 ;
-  wire \$3 ;
-  wire \$30 ;
-  wire \$31 ;
-  wire \$32 ;
+  wire [24:0] \$29 ;
+  wire [24:0] \$3 ;
+  wire [24:0] \$30 ;
+  wire [23:0] \$31 ;
+  wire [24:0] \$32 ;
   wire [15:0] \$33 ;
-  wire [24:0] \$34 ;
+  wire \$34 ;
   wire \$35 ;
-  wire [24:0] \$36 ;
+  wire \$36 ;
   wire \$37 ;
-  wire [24:0] \$38 ;
-  wire [24:0] \$39 ;
-  wire [24:0] \$4 ;
-  wire [23:0] \$40 ;
-  wire [24:0] \$41 ;
+  wire \$38 ;
+  wire \$39 ;
+  wire \$4 ;
+  wire \$40 ;
+  wire [15:0] \$41 ;
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
@@ -5748,15 +5748,15 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
   wire \$47 ;
   wire \$48 ;
   wire [15:0] \$49 ;
-  wire \$5 ;
-  wire [24:0] \$50 ;
+  wire [24:0] \$5 ;
+  wire \$50 ;
   wire \$51 ;
-  wire [24:0] \$52 ;
+  wire \$52 ;
   wire \$53 ;
-  wire [24:0] \$54 ;
-  wire [24:0] \$55 ;
-  wire [23:0] \$56 ;
-  wire [24:0] \$57 ;
+  wire \$54 ;
+  wire \$55 ;
+  wire \$56 ;
+  wire [15:0] \$57 ;
   wire \$58 ;
   wire \$59 ;
   wire [24:0] \$6 ;
@@ -5770,7 +5770,7 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
   wire [23:0] \$67 ;
   wire [23:0] \$68 ;
   wire [23:0] \$69 ;
-  wire [24:0] \$7 ;
+  wire [23:0] \$7 ;
   wire [1:0] \$70 ;
   wire [2:0] \$71 ;
   wire [3:0] \$72 ;
@@ -5781,7 +5781,7 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
   wire [3:0] \$77 ;
   wire [4:0] \$78 ;
   wire [32:0] \$79 ;
-  wire [23:0] \$8 ;
+  wire [24:0] \$8 ;
   reg [36:0] \$80 ;
   reg \$81 ;
   reg [15:0] \$82 ;
@@ -6019,22 +6019,22 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
   wire [15:0] \old$27 ;
   wire [15:0] \old$27.h ;
   wire [15:0] \old.h ;
-  reg [15:0] old_c4_0 = 16'h0000;
+  (* init = 16'h0000 *)
+  wire [15:0] old_c4_0;
   wire [15:0] \old_c4_0.h ;
-  reg [15:0] old_c4_1 = 16'h0000;
+  (* init = 16'h0000 *)
+  wire [15:0] old_c4_1;
   wire [15:0] \old_c4_1.h ;
-  reg [15:0] old_c4_2 = 16'h0000;
+  (* init = 16'h0000 *)
+  wire [15:0] old_c4_2;
   wire [15:0] \old_c4_2.h ;
-  reg [15:0] old_c4_3 = 16'h0000;
+  (* init = 16'h0000 *)
+  wire [15:0] old_c4_3;
   wire [15:0] \old_c4_3.h ;
-  (* init = 16'h0000 *)
-  wire [15:0] old_out_0;
-  (* init = 16'h0000 *)
-  wire [15:0] old_out_1;
-  (* init = 16'h0000 *)
-  wire [15:0] old_out_2;
-  (* init = 16'h0000 *)
-  wire [15:0] old_out_3;
+  reg [15:0] old_out_0 = 16'h0000;
+  reg [15:0] old_out_1 = 16'h0000;
+  reg [15:0] old_out_2 = 16'h0000;
+  reg [15:0] old_out_3 = 16'h0000;
   reg [23:0] old_pool_c4_0 = 24'h000000;
   reg [23:0] old_pool_c4_1 = 24'h000000;
   reg [23:0] old_pool_c4_2 = 24'h000000;
@@ -6206,69 +6206,69 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
   assign \old$21  = slot[13] ? 16'h0000 : state[31:16];
   assign \old$24  = slot[13] ? 16'h0000 : state[47:32];
   assign \old$27  = slot[13] ? 16'h0000 : state[63:48];
-  assign \$1  = hold_c4_0 ? old_c4_0 : new_c4_0;
-  assign out_0 = hold_c4_0 ? old_c4_0 : out_c4_0;
-  assign \$2  = $signed(old_pool_c4_0) + $signed(out_0);
-  assign \$3  = ! \$2 [24:23];
-  assign \$4  = $signed(old_pool_c4_0) + $signed(out_0);
-  assign \$5  = \$4 [24:23] == 2'h3;
-  assign pool_0_fits = \$3  | \$5 ;
+  assign out_0 = hold_c4_0 ? old_out_0 : out_c4_0;
+  assign \$1  = $signed(old_pool_c4_0) + $signed(out_0);
+  assign \$2  = ! \$1 [24:23];
+  assign \$3  = $signed(old_pool_c4_0) + $signed(out_0);
+  assign \$4  = \$3 [24:23] == 2'h3;
+  assign pool_0_fits = \$2  | \$4 ;
+  assign \$5  = $signed(old_pool_c4_0) + $signed(out_0);
   assign \$6  = $signed(old_pool_c4_0) + $signed(out_0);
-  assign \$7  = $signed(old_pool_c4_0) + $signed(out_0);
-  assign \$8  = \$7 [24] ? 24'h800000 : 24'h7fffff;
-  assign \$9  = pool_0_fits ? { 1'h0, \$6 [23:0] } : { \$8 [23], \$8  };
+  assign \$7  = \$6 [24] ? 24'h800000 : 24'h7fffff;
+  assign \$8  = pool_0_fits ? { 1'h0, \$5 [23:0] } : { \$7 [23], \$7  };
   assign pool_0_clipped = ~ pool_0_fits;
-  assign \$10  = out_0 != old_c4_0;
-  assign \$12  = saturated_c4_0 | pool_0_clipped;
-  assign \$15  = | \$9 [23:0];
-  assign \$16  = \$14  & \$15 ;
-  assign \$17  = hold_c4_1 ? old_c4_1 : new_c4_1;
-  assign out_1 = hold_c4_1 ? old_c4_1 : out_c4_1;
-  assign \$18  = $signed(old_pool_c4_1) + $signed(out_1);
-  assign \$19  = ! \$18 [24:23];
-  assign \$20  = $signed(old_pool_c4_1) + $signed(out_1);
-  assign \$21  = \$20 [24:23] == 2'h3;
-  assign pool_1_fits = \$19  | \$21 ;
-  assign \$22  = $signed(old_pool_c4_1) + $signed(out_1);
-  assign \$23  = $signed(old_pool_c4_1) + $signed(out_1);
-  assign \$24  = \$23 [24] ? 24'h800000 : 24'h7fffff;
-  assign \$25  = pool_1_fits ? { 1'h0, \$22 [23:0] } : { \$24 [23], \$24  };
+  assign out_1 = hold_c4_1 ? old_out_1 : out_c4_1;
+  assign \$9  = $signed(old_pool_c4_1) + $signed(out_1);
+  assign \$10  = ! \$9 [24:23];
+  assign \$11  = $signed(old_pool_c4_1) + $signed(out_1);
+  assign \$12  = \$11 [24:23] == 2'h3;
+  assign pool_1_fits = \$10  | \$12 ;
+  assign \$13  = $signed(old_pool_c4_1) + $signed(out_1);
+  assign \$14  = $signed(old_pool_c4_1) + $signed(out_1);
+  assign \$15  = \$14 [24] ? 24'h800000 : 24'h7fffff;
+  assign \$16  = pool_1_fits ? { 1'h0, \$13 [23:0] } : { \$15 [23], \$15  };
   assign pool_1_clipped = ~ pool_1_fits;
-  assign \$26  = out_1 != old_c4_1;
-  assign \$28  = saturated_c4_1 | pool_1_clipped;
-  assign \$31  = | \$25 [23:0];
-  assign \$32  = \$30  & \$31 ;
-  assign \$33  = hold_c4_2 ? old_c4_2 : new_c4_2;
-  assign out_2 = hold_c4_2 ? old_c4_2 : out_c4_2;
-  assign \$34  = $signed(old_pool_c4_2) + $signed(out_2);
-  assign \$35  = ! \$34 [24:23];
-  assign \$36  = $signed(old_pool_c4_2) + $signed(out_2);
-  assign \$37  = \$36 [24:23] == 2'h3;
-  assign pool_2_fits = \$35  | \$37 ;
-  assign \$38  = $signed(old_pool_c4_2) + $signed(out_2);
-  assign \$39  = $signed(old_pool_c4_2) + $signed(out_2);
-  assign \$40  = \$39 [24] ? 24'h800000 : 24'h7fffff;
-  assign \$41  = pool_2_fits ? { 1'h0, \$38 [23:0] } : { \$40 [23], \$40  };
+  assign out_2 = hold_c4_2 ? old_out_2 : out_c4_2;
+  assign \$17  = $signed(old_pool_c4_2) + $signed(out_2);
+  assign \$18  = ! \$17 [24:23];
+  assign \$19  = $signed(old_pool_c4_2) + $signed(out_2);
+  assign \$20  = \$19 [24:23] == 2'h3;
+  assign pool_2_fits = \$18  | \$20 ;
+  assign \$21  = $signed(old_pool_c4_2) + $signed(out_2);
+  assign \$22  = $signed(old_pool_c4_2) + $signed(out_2);
+  assign \$23  = \$22 [24] ? 24'h800000 : 24'h7fffff;
+  assign \$24  = pool_2_fits ? { 1'h0, \$21 [23:0] } : { \$23 [23], \$23  };
   assign pool_2_clipped = ~ pool_2_fits;
-  assign \$42  = out_2 != old_c4_2;
-  assign \$44  = saturated_c4_2 | pool_2_clipped;
-  assign \$47  = | \$41 [23:0];
-  assign \$48  = \$46  & \$47 ;
-  assign \$49  = hold_c4_3 ? old_c4_3 : new_c4_3;
-  assign out_3 = hold_c4_3 ? old_c4_3 : out_c4_3;
-  assign \$50  = $signed(old_pool_c4_3) + $signed(out_3);
-  assign \$51  = ! \$50 [24:23];
-  assign \$52  = $signed(old_pool_c4_3) + $signed(out_3);
-  assign \$53  = \$52 [24:23] == 2'h3;
-  assign pool_3_fits = \$51  | \$53 ;
-  assign \$54  = $signed(old_pool_c4_3) + $signed(out_3);
-  assign \$55  = $signed(old_pool_c4_3) + $signed(out_3);
-  assign \$56  = \$55 [24] ? 24'h800000 : 24'h7fffff;
-  assign \$57  = pool_3_fits ? { 1'h0, \$54 [23:0] } : { \$56 [23], \$56  };
+  assign out_3 = hold_c4_3 ? old_out_3 : out_c4_3;
+  assign \$25  = $signed(old_pool_c4_3) + $signed(out_3);
+  assign \$26  = ! \$25 [24:23];
+  assign \$27  = $signed(old_pool_c4_3) + $signed(out_3);
+  assign \$28  = \$27 [24:23] == 2'h3;
+  assign pool_3_fits = \$26  | \$28 ;
+  assign \$29  = $signed(old_pool_c4_3) + $signed(out_3);
+  assign \$30  = $signed(old_pool_c4_3) + $signed(out_3);
+  assign \$31  = \$30 [24] ? 24'h800000 : 24'h7fffff;
+  assign \$32  = pool_3_fits ? { 1'h0, \$29 [23:0] } : { \$31 [23], \$31  };
   assign pool_3_clipped = ~ pool_3_fits;
-  assign \$58  = out_3 != old_c4_3;
+  assign \$33  = hold_c4_0 ? old_out_0 : new_c4_0;
+  assign \$34  = out_0 != old_out_0;
+  assign \$36  = saturated_c4_0 | pool_0_clipped;
+  assign \$39  = | \$8 [23:0];
+  assign \$40  = \$38  & \$39 ;
+  assign \$41  = hold_c4_1 ? old_out_1 : new_c4_1;
+  assign \$42  = out_1 != old_out_1;
+  assign \$44  = saturated_c4_1 | pool_1_clipped;
+  assign \$47  = | \$16 [23:0];
+  assign \$48  = \$46  & \$47 ;
+  assign \$49  = hold_c4_2 ? old_out_2 : new_c4_2;
+  assign \$50  = out_2 != old_out_2;
+  assign \$52  = saturated_c4_2 | pool_2_clipped;
+  assign \$55  = | \$24 [23:0];
+  assign \$56  = \$54  & \$55 ;
+  assign \$57  = hold_c4_3 ? old_out_3 : new_c4_3;
+  assign \$58  = out_3 != old_out_3;
   assign \$60  = saturated_c4_3 | pool_3_clipped;
-  assign \$63  = | \$57 [23:0];
+  assign \$63  = | \$32 [23:0];
   assign \$64  = \$62  & \$63 ;
   assign \$65  = slot_c4[12] & slot_c4[14];
   assign w__valid = finalize4 & entry[103];
@@ -6293,7 +6293,7 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
   always @(posedge clk)
     new_c4_0 <= \$82 ;
   always @(posedge clk)
-    old_c4_0 <= \$83 ;
+    old_out_0 <= \$83 ;
   always @(posedge clk)
     hold_c4_0 <= \$84 ;
   always @(posedge clk)
@@ -6309,7 +6309,7 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
   always @(posedge clk)
     new_c4_1 <= \$90 ;
   always @(posedge clk)
-    old_c4_1 <= \$91 ;
+    old_out_1 <= \$91 ;
   always @(posedge clk)
     hold_c4_1 <= \$92 ;
   always @(posedge clk)
@@ -6325,7 +6325,7 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
   always @(posedge clk)
     new_c4_2 <= \$98 ;
   always @(posedge clk)
-    old_c4_2 <= \$99 ;
+    old_out_2 <= \$99 ;
   always @(posedge clk)
     hold_c4_2 <= \$100 ;
   always @(posedge clk)
@@ -6341,7 +6341,7 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
   always @(posedge clk)
     new_c4_3 <= \$106 ;
   always @(posedge clk)
-    old_c4_3 <= \$107 ;
+    old_out_3 <= \$107 ;
   always @(posedge clk)
     hold_c4_3 <= \$108 ;
   always @(posedge clk)
@@ -6739,14 +6739,14 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
   assign \params$20  = \params$16 [15:8];
   assign \params$23  = \params$16 [23:16];
   assign \params$26  = \params$16 [31:24];
-  assign old_out_0 = old_c4_0;
-  assign pool_0 = \$9 [23:0];
-  assign old_out_1 = old_c4_1;
-  assign pool_1 = \$25 [23:0];
-  assign old_out_2 = old_c4_2;
-  assign pool_2 = \$41 [23:0];
-  assign old_out_3 = old_c4_3;
-  assign pool_3 = \$57 [23:0];
+  assign old_c4_0 = old_out_0;
+  assign pool_0 = \$8 [23:0];
+  assign old_c4_1 = old_out_1;
+  assign pool_1 = \$16 [23:0];
+  assign old_c4_2 = old_out_2;
+  assign pool_2 = \$24 [23:0];
+  assign old_c4_3 = old_out_3;
+  assign pool_3 = \$32 [23:0];
   assign w__payload = entry;
   assign starting = reserve;
   assign \credit$89  = credit;
@@ -6837,6 +6837,10 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
   assign \acc$25.thr  = \acc$25 [55:28];
   assign \params$26.alpha  = \params$16 [31:24];
   assign \old$27.h  = \old$27 ;
+  assign \old_c4_0.h  = old_out_0;
+  assign \old_c4_1.h  = old_out_1;
+  assign \old_c4_2.h  = old_out_2;
+  assign \old_c4_3.h  = old_out_3;
   assign \state_write.addr  = state_write[1:0];
   assign \state_write.en  = state_write[2];
   assign \state_write.data  = state_write[66:3];
@@ -6863,7 +6867,6 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
   assign \pool_write.data[2]  = pool_write[74:51];
   assign \pool_write.data[3]  = pool_write[98:75];
   assign \new_c4_0.h  = new_c4_0;
-  assign \old_c4_0.h  = old_c4_0;
   assign \trace.valid  = trace[0];
   assign \trace.group  = trace[2:1];
   assign \trace.step_end  = trace[3];
@@ -6888,11 +6891,8 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
   assign \entry.marker  = entry[102];
   assign \entry.seq_end  = entry[103];
   assign \new_c4_1.h  = new_c4_1;
-  assign \old_c4_1.h  = old_c4_1;
   assign \new_c4_2.h  = new_c4_2;
-  assign \old_c4_2.h  = old_c4_2;
   assign \new_c4_3.h  = new_c4_3;
-  assign \old_c4_3.h  = old_c4_3;
   assign \w__payload.mask  = entry[3:0];
   assign \w__payload.value  = entry[99:4];
   assign \w__payload.value[0]  = entry[27:4];
@@ -6971,14 +6971,14 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
   assign entry[103] = slot_c4[14];
   assign entry[102] = \$65 ;
   assign entry[101:100] = slot_c4[2:1];
-  assign entry[99:76] = \$57 [23:0];
+  assign entry[99:76] = \$32 [23:0];
   assign entry[3] = \$64 ;
-  assign entry[75:52] = \$41 [23:0];
-  assign entry[2] = \$48 ;
-  assign entry[51:28] = \$25 [23:0];
-  assign entry[1] = \$32 ;
-  assign entry[27:4] = \$9 [23:0];
-  assign entry[0] = \$16 ;
+  assign entry[75:52] = \$24 [23:0];
+  assign entry[2] = \$56 ;
+  assign entry[51:28] = \$16 [23:0];
+  assign entry[1] = \$48 ;
+  assign entry[27:4] = \$8 [23:0];
+  assign entry[0] = \$40 ;
   assign trace[4] = slot_c4[14];
   assign trace[3] = slot_c4[12];
   assign trace[2:1] = slot_c4[2:1];
@@ -6992,23 +6992,23 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
   assign trace[69] = gate_c4_0;
   assign trace[20:5] = out_0;
   assign saturated[3] = \$61 ;
-  assign saturated[2] = \$45 ;
-  assign saturated[1] = \$29 ;
-  assign saturated[0] = \$13 ;
+  assign saturated[2] = \$53 ;
+  assign saturated[1] = \$45 ;
+  assign saturated[0] = \$37 ;
   assign changed[3] = \$59 ;
-  assign changed[2] = \$43 ;
-  assign changed[1] = \$27 ;
-  assign changed[0] = \$11 ;
-  assign pool_write[98:75] = \$57 [23:0];
-  assign pool_write[74:51] = \$41 [23:0];
-  assign pool_write[50:27] = \$25 [23:0];
-  assign pool_write[26:3] = \$9 [23:0];
+  assign changed[2] = \$51 ;
+  assign changed[1] = \$43 ;
+  assign changed[0] = \$35 ;
+  assign pool_write[98:75] = \$32 [23:0];
+  assign pool_write[74:51] = \$24 [23:0];
+  assign pool_write[50:27] = \$16 [23:0];
+  assign pool_write[26:3] = \$8 [23:0];
   assign pool_write[2] = finalize4;
   assign pool_write[1:0] = slot_c4[2:1];
-  assign state_write[66:51] = \$49 ;
-  assign state_write[50:35] = \$33 ;
-  assign state_write[34:19] = \$17 ;
-  assign state_write[18:3] = \$1 ;
+  assign state_write[66:51] = \$57 ;
+  assign state_write[50:35] = \$49 ;
+  assign state_write[34:19] = \$41 ;
+  assign state_write[18:3] = \$33 ;
   assign state_write[2] = finalize4;
   assign state_write[1:0] = slot_c4[2:1];
   assign \acc$25 [55:28] = acc[223:196];
@@ -7022,15 +7022,15 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
   assign acc_write[226:3] = acc;
   assign acc_write[2] = finalize;
   assign acc_write[1:0] = slot[2:1];
-  assign \$11  = \$10 ;
-  assign \$13  = \$12 ;
-  assign \$14  = slot_c4[14];
-  assign \$27  = \$26 ;
-  assign \$29  = \$28 ;
-  assign \$30  = slot_c4[14];
+  assign \$35  = \$34 ;
+  assign \$37  = \$36 ;
+  assign \$38  = slot_c4[14];
   assign \$43  = \$42 ;
   assign \$45  = \$44 ;
   assign \$46  = slot_c4[14];
+  assign \$51  = \$50 ;
+  assign \$53  = \$52 ;
+  assign \$54  = slot_c4[14];
   assign \$59  = \$58 ;
   assign \$61  = \$60 ;
   assign \$62  = slot_c4[14];
@@ -7258,7 +7258,7 @@ module \accelerator.layer1.entries (rst, w__valid, reserve, credit, r__payload, 
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer1.entry_slice (rst, i__payload, i__ready, i__valid, o__payload, o__valid, o__ready, clk);
+module \accelerator.layer1.entry_slice (rst, i__payload, i__ready, i__valid, o__ready, o__payload, o__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$16  = 0;
   wire \$1 ;
   wire \$2 ;
@@ -7512,9 +7512,9 @@ module \accelerator.layer1.front (config__valid, clk, rst, items__ready, startin
   reg [31:0] \$74 ;
   reg [31:0] \$75 ;
   reg [36:0] \$76 ;
-  reg \$77 ;
-  reg [31:0] \$78 ;
-  reg [36:0] \$79 ;
+  reg [36:0] \$77 ;
+  reg \$78 ;
+  reg [31:0] \$79 ;
   wire [7:0] \$8 ;
   reg [31:0] \$80 ;
   reg [63:0] \$81 ;
@@ -8070,11 +8070,11 @@ module \accelerator.layer1.front (config__valid, clk, rst, items__ready, startin
   always @(posedge clk)
     slot_c2 <= \$76 ;
   always @(posedge clk)
-    use_acc2a <= \$77 ;
+    slot_c2a <= \$77 ;
   always @(posedge clk)
-    layer1_macs <= \$78 ;
+    use_acc2a <= \$78 ;
   always @(posedge clk)
-    slot_c2a <= \$79 ;
+    layer1_macs <= \$79 ;
   always @(posedge clk)
     params <= \$80 ;
   always @(posedge clk)
@@ -8302,26 +8302,26 @@ module \accelerator.layer1.front (config__valid, clk, rst, items__ready, startin
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$77  = use_acc;
+    \$77  = slot_c2;
     if (rst) begin
-      \$77  = 1'h0;
+      \$77  = 37'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$78  = layer1_macs;
+    \$78  = use_acc;
+    if (rst) begin
+      \$78  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    \$79  = layer1_macs;
     if (\$61 ) begin
-      \$78  = \$62 [31:0];
+      \$79  = \$62 [31:0];
     end
     if (rst) begin
-      \$78  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$79  = slot_c2;
-    if (rst) begin
-      \$79  = 37'h0000000000;
+      \$79  = 32'd0;
     end
   end
   always @* begin
@@ -9833,7 +9833,7 @@ module \accelerator.layer1.front.lanes (rst, weights, seeds, valid, first, value
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer1.serializer (rst, items__ready, entries__payload, entries__valid, items__valid, items__payload, entries__ready, clk);
+module \accelerator.layer1.serializer (rst, items__ready, items__valid, items__payload, entries__ready, entries__payload, entries__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$20  = 0;
   wire [3:0] \$1 ;
   wire \$10 ;
@@ -11169,9 +11169,9 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   reg [31:0] \$34 ;
   reg [31:0] \$35 ;
   reg [42:0] \$36 ;
-  reg \$37 ;
-  reg [31:0] \$38 ;
-  reg [42:0] \$39 ;
+  reg [42:0] \$37 ;
+  reg \$38 ;
+  reg [31:0] \$39 ;
   wire \$4 ;
   reg [42:0] \$40 ;
   reg [42:0] \$41 ;
@@ -11440,7 +11440,7 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   end
   assign \port__data$29  = _1_;
   always @(posedge clk)
-    slot_c2a <= \$39 ;
+    readout_macs <= \$39 ;
   always @(posedge clk)
     slot_c2b <= \$40 ;
   always @(posedge clk)
@@ -11487,9 +11487,9 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   always @(posedge clk)
     slot_c2 <= \$36 ;
   always @(posedge clk)
-    use_acc2a <= \$37 ;
+    slot_c2a <= \$37 ;
   always @(posedge clk)
-    readout_macs <= \$38 ;
+    use_acc2a <= \$38 ;
   \accelerator.readout.front.issue  issue (
     .clk(clk),
     .credit(credit),
@@ -11518,9 +11518,12 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$27 ) begin end
-    \$39  = slot_c2;
+    \$39  = readout_macs;
+    if (\$26 ) begin
+      \$39  = \$30 [31:0];
+    end
     if (rst) begin
-      \$39  = 43'h00000000000;
+      \$39  = 32'd0;
     end
   end
   always @* begin
@@ -11595,19 +11598,16 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$27 ) begin end
-    \$37  = 1'h0;
+    \$37  = slot_c2;
     if (rst) begin
-      \$37  = 1'h0;
+      \$37  = 43'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$27 ) begin end
-    \$38  = readout_macs;
-    if (\$26 ) begin
-      \$38  = \$30 [31:0];
-    end
+    \$38  = 1'h0;
     if (rst) begin
-      \$38  = 32'd0;
+      \$38  = 1'h0;
     end
   end
   assign \items__payload$1  = items__payload;

@@ -792,22 +792,22 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   wire [15:0] \old$26 ;
   wire [15:0] \old$26.h ;
   wire [15:0] \old.h ;
-  reg [15:0] old_c4_0 = 16'h0000;
+  (* init = 16'h0000 *)
+  wire [15:0] old_c4_0;
   wire [15:0] \old_c4_0.h ;
-  reg [15:0] old_c4_1 = 16'h0000;
+  (* init = 16'h0000 *)
+  wire [15:0] old_c4_1;
   wire [15:0] \old_c4_1.h ;
-  reg [15:0] old_c4_2 = 16'h0000;
+  (* init = 16'h0000 *)
+  wire [15:0] old_c4_2;
   wire [15:0] \old_c4_2.h ;
-  reg [15:0] old_c4_3 = 16'h0000;
+  (* init = 16'h0000 *)
+  wire [15:0] old_c4_3;
   wire [15:0] \old_c4_3.h ;
-  (* init = 16'h0000 *)
-  wire [15:0] old_out_0;
-  (* init = 16'h0000 *)
-  wire [15:0] old_out_1;
-  (* init = 16'h0000 *)
-  wire [15:0] old_out_2;
-  (* init = 16'h0000 *)
-  wire [15:0] old_out_3;
+  reg [15:0] old_out_0 = 16'h0000;
+  reg [15:0] old_out_1 = 16'h0000;
+  reg [15:0] old_out_2 = 16'h0000;
+  reg [15:0] old_out_3 = 16'h0000;
   wire [15:0] out;
   wire [15:0] \out$101 ;
   wire [15:0] \out$108 ;
@@ -947,9 +947,8 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   wire w__valid;
   assign \$20  = | out_2;
   assign \$21  = \$19  & \$20 ;
-  assign \$22  = hold_c4_3 ? old_c4_3 : new_c4_3;
-  assign out_3 = hold_c4_3 ? old_c4_3 : out_c4_3;
-  assign \$23  = out_3 != old_c4_3;
+  assign \$22  = hold_c4_3 ? old_out_3 : new_c4_3;
+  assign \$23  = out_3 != old_out_3;
   assign \$27  = | out_3;
   assign \$28  = \$26  & \$27 ;
   assign \$29  = slot_c4[9] & slot_c4[11];
@@ -971,7 +970,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   always @(posedge clk)
     new_c4_0 <= \$42 ;
   always @(posedge clk)
-    old_c4_0 <= \$43 ;
+    old_out_0 <= \$43 ;
   always @(posedge clk)
     hold_c4_0 <= \$44 ;
   always @(posedge clk)
@@ -985,7 +984,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   always @(posedge clk)
     new_c4_1 <= \$49 ;
   always @(posedge clk)
-    old_c4_1 <= \$50 ;
+    old_out_1 <= \$50 ;
   always @(posedge clk)
     hold_c4_1 <= \$51 ;
   always @(posedge clk)
@@ -999,7 +998,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   always @(posedge clk)
     new_c4_2 <= \$56 ;
   always @(posedge clk)
-    old_c4_2 <= \$57 ;
+    old_out_2 <= \$57 ;
   always @(posedge clk)
     hold_c4_2 <= \$58 ;
   always @(posedge clk)
@@ -1013,7 +1012,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   always @(posedge clk)
     new_c4_3 <= \$63 ;
   always @(posedge clk)
-    old_c4_3 <= \$64 ;
+    old_out_3 <= \$64 ;
   always @(posedge clk)
     hold_c4_3 <= \$65 ;
   always @(posedge clk)
@@ -1035,19 +1034,20 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   assign \old$20  = slot[10] ? 16'h0000 : state[31:16];
   assign \old$23  = slot[10] ? 16'h0000 : state[47:32];
   assign \old$26  = slot[10] ? 16'h0000 : state[63:48];
-  assign \$1  = hold_c4_0 ? old_c4_0 : new_c4_0;
-  assign out_0 = hold_c4_0 ? old_c4_0 : out_c4_0;
-  assign \$2  = out_0 != old_c4_0;
+  assign out_0 = hold_c4_0 ? old_out_0 : out_c4_0;
+  assign out_1 = hold_c4_1 ? old_out_1 : out_c4_1;
+  assign out_2 = hold_c4_2 ? old_out_2 : out_c4_2;
+  assign out_3 = hold_c4_3 ? old_out_3 : out_c4_3;
+  assign \$1  = hold_c4_0 ? old_out_0 : new_c4_0;
+  assign \$2  = out_0 != old_out_0;
   assign \$6  = | out_0;
   assign \$7  = \$5  & \$6 ;
-  assign \$8  = hold_c4_1 ? old_c4_1 : new_c4_1;
-  assign out_1 = hold_c4_1 ? old_c4_1 : out_c4_1;
-  assign \$9  = out_1 != old_c4_1;
+  assign \$8  = hold_c4_1 ? old_out_1 : new_c4_1;
+  assign \$9  = out_1 != old_out_1;
   assign \$13  = | out_1;
   assign \$14  = \$12  & \$13 ;
-  assign \$15  = hold_c4_2 ? old_c4_2 : new_c4_2;
-  assign out_2 = hold_c4_2 ? old_c4_2 : out_c4_2;
-  assign \$16  = out_2 != old_c4_2;
+  assign \$15  = hold_c4_2 ? old_out_2 : new_c4_2;
+  assign \$16  = out_2 != old_out_2;
   \accelerator.layer0.entries  entries (
     .clk(clk),
     .credit(credit),
@@ -1392,10 +1392,10 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   assign \params$19  = \params$15 [15:8];
   assign \params$22  = \params$15 [23:16];
   assign \params$25  = \params$15 [31:24];
-  assign old_out_0 = old_c4_0;
-  assign old_out_1 = old_c4_1;
-  assign old_out_2 = old_c4_2;
-  assign old_out_3 = old_c4_3;
+  assign old_c4_0 = old_out_0;
+  assign old_c4_1 = old_out_1;
+  assign old_c4_2 = old_out_2;
+  assign old_c4_3 = old_out_3;
   assign w__payload = entry;
   assign starting = reserve;
   assign \credit$71  = credit;
@@ -1475,6 +1475,10 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   assign \acc$24.thr  = \acc$24 [33:17];
   assign \params$25.alpha  = \params$15 [31:24];
   assign \old$26.h  = \old$26 ;
+  assign \old_c4_0.h  = old_out_0;
+  assign \old_c4_1.h  = old_out_1;
+  assign \old_c4_2.h  = old_out_2;
+  assign \old_c4_3.h  = old_out_3;
   assign \state_write.addr  = state_write[0];
   assign \state_write.en  = state_write[1];
   assign \state_write.data  = state_write[65:2];
@@ -1494,7 +1498,6 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   assign \slot_c4.index  = slot_c4[16:13];
   assign \slot_c4.value  = slot_c4[24:17];
   assign \new_c4_0.h  = new_c4_0;
-  assign \old_c4_0.h  = old_c4_0;
   assign \trace.valid  = trace[0];
   assign \trace.group  = trace[1];
   assign \trace.step_end  = trace[2];
@@ -1519,11 +1522,8 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   assign \entry.marker  = entry[69];
   assign \entry.seq_end  = entry[70];
   assign \new_c4_1.h  = new_c4_1;
-  assign \old_c4_1.h  = old_c4_1;
   assign \new_c4_2.h  = new_c4_2;
-  assign \old_c4_2.h  = old_c4_2;
   assign \new_c4_3.h  = new_c4_3;
-  assign \old_c4_3.h  = old_c4_3;
   assign \w__payload.mask  = entry[3:0];
   assign \w__payload.value  = entry[67:4];
   assign \w__payload.value[0]  = entry[19:4];
@@ -1876,7 +1876,7 @@ module \accelerator.layer0.entries (rst, w__valid, reserve, credit, r__payload, 
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__payload, o__valid, o__ready, clk);
+module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__ready, o__payload, o__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$4  = 0;
   wire \$1 ;
   wire \$2 ;
@@ -2101,9 +2101,9 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
   reg [31:0] \$48 ;
   reg [24:0] \$49 ;
   wire \$5 ;
-  reg \$50 ;
-  reg [31:0] \$51 ;
-  reg [24:0] \$52 ;
+  reg [24:0] \$50 ;
+  reg \$51 ;
+  reg [31:0] \$52 ;
   reg [31:0] \$53 ;
   reg [63:0] \$54 ;
   reg [24:0] \$55 ;
@@ -2478,11 +2478,11 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
   always @(posedge clk)
     slot_c2 <= \$49 ;
   always @(posedge clk)
-    use_acc2a <= \$50 ;
+    slot_c2a <= \$50 ;
   always @(posedge clk)
-    layer0_macs <= \$51 ;
+    use_acc2a <= \$51 ;
   always @(posedge clk)
-    slot_c2a <= \$52 ;
+    layer0_macs <= \$52 ;
   always @(posedge clk)
     params <= \$53 ;
   always @(posedge clk)
@@ -2670,26 +2670,26 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$50  = 1'h0;
+    \$50  = slot_c2;
     if (rst) begin
-      \$50  = 1'h0;
+      \$50  = 25'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$51  = layer0_macs;
+    \$51  = 1'h0;
+    if (rst) begin
+      \$51  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$52  = layer0_macs;
     if (\$38 ) begin
-      \$51  = \$39 [31:0];
+      \$52  = \$39 [31:0];
     end
     if (rst) begin
-      \$51  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$52  = slot_c2;
-    if (rst) begin
-      \$52  = 25'h0000000;
+      \$52  = 32'd0;
     end
   end
   always @* begin
@@ -4152,7 +4152,7 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.serializer (rst, items__ready, entries__payload, entries__valid, items__valid, items__payload, entries__ready, clk);
+module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__payload, entries__ready, entries__payload, entries__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
   wire [3:0] \$1 ;
   wire \$10 ;
@@ -5488,9 +5488,9 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   reg [31:0] \$34 ;
   reg [31:0] \$35 ;
   reg [32:0] \$36 ;
-  reg \$37 ;
-  reg [31:0] \$38 ;
-  reg [32:0] \$39 ;
+  reg [32:0] \$37 ;
+  reg \$38 ;
+  reg [31:0] \$39 ;
   wire \$4 ;
   reg [32:0] \$40 ;
   reg [32:0] \$41 ;
@@ -5735,7 +5735,7 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   end
   assign \port__data$29  = _1_;
   always @(posedge clk)
-    slot_c2a <= \$39 ;
+    readout_macs <= \$39 ;
   always @(posedge clk)
     slot_c2b <= \$40 ;
   always @(posedge clk)
@@ -5782,9 +5782,9 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   always @(posedge clk)
     slot_c2 <= \$36 ;
   always @(posedge clk)
-    use_acc2a <= \$37 ;
+    slot_c2a <= \$37 ;
   always @(posedge clk)
-    readout_macs <= \$38 ;
+    use_acc2a <= \$38 ;
   \accelerator.readout.front.issue  issue (
     .clk(clk),
     .credit(credit),
@@ -5813,9 +5813,12 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$39  = slot_c2;
+    \$39  = readout_macs;
+    if (\$26 ) begin
+      \$39  = \$30 [31:0];
+    end
     if (rst) begin
-      \$39  = 33'h000000000;
+      \$39  = 32'd0;
     end
   end
   always @* begin
@@ -5890,19 +5893,16 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$37  = 1'h0;
+    \$37  = slot_c2;
     if (rst) begin
-      \$37  = 1'h0;
+      \$37  = 33'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$38  = readout_macs;
-    if (\$26 ) begin
-      \$38  = \$30 [31:0];
-    end
+    \$38  = 1'h0;
     if (rst) begin
-      \$38  = 32'd0;
+      \$38  = 1'h0;
     end
   end
   assign \items__payload$1  = items__payload;

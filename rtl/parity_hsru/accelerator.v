@@ -1000,15 +1000,15 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
   assign \$2  = slot[7] ? 16'h0000 : state[31:16];
   assign \$3  = slot[7] ? 16'h0000 : state[47:32];
   assign \$4  = slot[7] ? 16'h0000 : state[63:48];
+  assign out_0 = hold_c4_0 ? old_c4_0[17:16] : out_c4_0;
+  assign out_1 = hold_c4_1 ? old_c4_1[17:16] : out_c4_1;
   assign \$5  = hold_c4_0 ? old_c4_0[15:0] : new_c4_0[15:0];
   assign \$6  = hold_c4_0 ? old_c4_0[31:16] : new_c4_0[31:16];
-  assign out_0 = hold_c4_0 ? old_c4_0[17:16] : out_c4_0;
   assign \$7  = out_0 != old_c4_0[17:16];
   assign \$11  = | out_0;
   assign \$12  = \$10  & \$11 ;
   assign \$13  = hold_c4_1 ? old_c4_1[15:0] : new_c4_1[15:0];
   assign \$14  = hold_c4_1 ? old_c4_1[31:16] : new_c4_1[31:16];
-  assign out_1 = hold_c4_1 ? old_c4_1[17:16] : out_c4_1;
   assign \$15  = out_1 != old_c4_1[17:16];
   assign \$19  = | out_1;
   assign \$20  = \$18  & \$19 ;
@@ -1351,6 +1351,10 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
   assign \params$19.theta  = \params$19 [22:7];
   assign \old$20.v  = \old$20 [15:0];
   assign \old$20.d  = \old$20 [31:16];
+  assign \old_c4_0.v  = old_c4_0[15:0];
+  assign \old_c4_0.d  = old_c4_0[31:16];
+  assign \old_c4_1.v  = old_c4_1[15:0];
+  assign \old_c4_1.d  = old_c4_1[31:16];
   assign \state_write.addr  = state_write[0];
   assign \state_write.en  = state_write[1];
   assign \state_write.data  = state_write[65:2];
@@ -1371,8 +1375,6 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
   assign \slot_c4.value  = slot_c4[21:11];
   assign \new_c4_0.v  = new_c4_0[15:0];
   assign \new_c4_0.d  = new_c4_0[31:16];
-  assign \old_c4_0.v  = old_c4_0[15:0];
-  assign \old_c4_0.d  = old_c4_0[31:16];
   assign \trace.valid  = trace[0];
   assign \trace.group  = trace[1];
   assign \trace.step_end  = trace[2];
@@ -1395,8 +1397,6 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
   assign \entry.seq_end  = entry[8];
   assign \new_c4_1.v  = new_c4_1[15:0];
   assign \new_c4_1.d  = new_c4_1[31:16];
-  assign \old_c4_1.v  = old_c4_1[15:0];
-  assign \old_c4_1.d  = old_c4_1[31:16];
   assign \w__payload.mask  = entry[1:0];
   assign \w__payload.value  = entry[5:2];
   assign \w__payload.value[0]  = entry[3:2];
@@ -1714,7 +1714,7 @@ module \accelerator.layer0.entries (rst, w__valid, reserve, credit, r__payload, 
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__payload, o__valid, o__ready, clk);
+module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__ready, o__payload, o__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$4  = 0;
   wire \$1 ;
   wire \$2 ;
@@ -1924,9 +1924,9 @@ module \accelerator.layer0.front (config__valid, clk, rst, items__payload, items
   reg [31:0] \$49 ;
   wire \$5 ;
   reg [21:0] \$50 ;
-  reg \$51 ;
-  reg [31:0] \$52 ;
-  reg [21:0] \$53 ;
+  reg [21:0] \$51 ;
+  reg \$52 ;
+  reg [31:0] \$53 ;
   reg [63:0] \$54 ;
   reg [63:0] \$55 ;
   reg [21:0] \$56 ;
@@ -2231,11 +2231,11 @@ module \accelerator.layer0.front (config__valid, clk, rst, items__payload, items
   always @(posedge clk)
     slot_c2 <= \$50 ;
   always @(posedge clk)
-    use_acc2a <= \$51 ;
+    slot_c2a <= \$51 ;
   always @(posedge clk)
-    layer0_macs <= \$52 ;
+    use_acc2a <= \$52 ;
   always @(posedge clk)
-    slot_c2a <= \$53 ;
+    layer0_macs <= \$53 ;
   always @(posedge clk)
     params <= \$54 ;
   always @(posedge clk)
@@ -2423,26 +2423,26 @@ module \accelerator.layer0.front (config__valid, clk, rst, items__payload, items
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$51  = 1'h0;
+    \$51  = slot_c2;
     if (rst) begin
-      \$51  = 1'h0;
+      \$51  = 22'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$52  = layer0_macs;
+    \$52  = 1'h0;
+    if (rst) begin
+      \$52  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$53  = layer0_macs;
     if (\$39 ) begin
-      \$52  = \$40 [31:0];
+      \$53  = \$40 [31:0];
     end
     if (rst) begin
-      \$52  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$53  = slot_c2;
-    if (rst) begin
-      \$53  = 22'h000000;
+      \$53  = 32'd0;
     end
   end
   always @* begin
@@ -3542,7 +3542,7 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.serializer (rst, items__ready, entries__payload, entries__valid, items__valid, items__payload, entries__ready, clk);
+module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__payload, entries__ready, entries__payload, entries__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
   wire [1:0] \$1 ;
   wire \$10 ;
@@ -6804,9 +6804,9 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   reg [31:0] \$31 ;
   reg [31:0] \$32 ;
   reg [14:0] \$33 ;
-  reg \$34 ;
-  reg [31:0] \$35 ;
-  reg [14:0] \$36 ;
+  reg [14:0] \$34 ;
+  reg \$35 ;
+  reg [31:0] \$36 ;
   reg [14:0] \$37 ;
   reg [14:0] \$38 ;
   wire \$4 ;
@@ -7051,11 +7051,11 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   always @(posedge clk)
     slot_c2 <= \$33 ;
   always @(posedge clk)
-    use_acc2a <= \$34 ;
+    slot_c2a <= \$34 ;
   always @(posedge clk)
-    readout_macs <= \$35 ;
+    use_acc2a <= \$35 ;
   always @(posedge clk)
-    slot_c2a <= \$36 ;
+    readout_macs <= \$36 ;
   always @(posedge clk)
     slot_c2b <= \$37 ;
   always @(posedge clk)
@@ -7144,26 +7144,26 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$34  = 1'h0;
+    \$34  = slot_c2;
     if (rst) begin
-      \$34  = 1'h0;
+      \$34  = 15'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$35  = readout_macs;
+    \$35  = 1'h0;
+    if (rst) begin
+      \$35  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
+    \$36  = readout_macs;
     if (\$26 ) begin
-      \$35  = \$27 [31:0];
+      \$36  = \$27 [31:0];
     end
     if (rst) begin
-      \$35  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$15 ) begin end
-    \$36  = slot_c2;
-    if (rst) begin
-      \$36  = 15'h0000;
+      \$36  = 32'd0;
     end
   end
   always @* begin

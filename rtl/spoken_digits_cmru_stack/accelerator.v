@@ -1046,22 +1046,22 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   reg [15:0] old_2_d2 = 16'h0000;
   reg [15:0] old_3_d1 = 16'h0000;
   reg [15:0] old_3_d2 = 16'h0000;
-  reg [15:0] old_c4_0 = 16'h0000;
+  (* init = 16'h0000 *)
+  wire [15:0] old_c4_0;
   wire [15:0] \old_c4_0.h ;
-  reg [15:0] old_c4_1 = 16'h0000;
+  (* init = 16'h0000 *)
+  wire [15:0] old_c4_1;
   wire [15:0] \old_c4_1.h ;
-  reg [15:0] old_c4_2 = 16'h0000;
+  (* init = 16'h0000 *)
+  wire [15:0] old_c4_2;
   wire [15:0] \old_c4_2.h ;
-  reg [15:0] old_c4_3 = 16'h0000;
+  (* init = 16'h0000 *)
+  wire [15:0] old_c4_3;
   wire [15:0] \old_c4_3.h ;
-  (* init = 16'h0000 *)
-  wire [15:0] old_out_0;
-  (* init = 16'h0000 *)
-  wire [15:0] old_out_1;
-  (* init = 16'h0000 *)
-  wire [15:0] old_out_2;
-  (* init = 16'h0000 *)
-  wire [15:0] old_out_3;
+  reg [15:0] old_out_0 = 16'h0000;
+  reg [15:0] old_out_1 = 16'h0000;
+  reg [15:0] old_out_2 = 16'h0000;
+  reg [15:0] old_out_3 = 16'h0000;
   wire [15:0] out;
   wire [15:0] \out$109 ;
   wire [15:0] \out$118 ;
@@ -1209,10 +1209,10 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   wire [16:0] \w__payload.value[2] ;
   wire [16:0] \w__payload.value[3] ;
   wire w__valid;
-  assign \$16  = hold_c4_3 ? old_c4_3 : new_c4_3;
-  assign out_3 = hold_c4_3 ? old_c4_3 : out_c4_3;
-  assign \$17  = out_3 != old_c4_3;
-  assign \$20  = $signed(out_3) - $signed(old_c4_3);
+  assign \$15  = $signed(out_2) - $signed(old_out_2);
+  assign \$16  = hold_c4_3 ? old_out_3 : new_c4_3;
+  assign \$17  = out_3 != old_out_3;
+  assign \$20  = $signed(out_3) - $signed(old_out_3);
   assign \$22  = 1'h0 + changed[0];
   assign \$23  = \$22  + changed[1];
   assign \$24  = \$23  + changed[2];
@@ -1242,7 +1242,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   always @(posedge clk)
     old_0_d2 <= \$40 ;
   always @(posedge clk)
-    old_c4_0 <= \$41 ;
+    old_out_0 <= \$41 ;
   always @(posedge clk)
     hold_c4_0 <= \$42 ;
   always @(posedge clk)
@@ -1260,7 +1260,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   always @(posedge clk)
     old_1_d2 <= \$49 ;
   always @(posedge clk)
-    old_c4_1 <= \$50 ;
+    old_out_1 <= \$50 ;
   always @(posedge clk)
     hold_c4_1 <= \$51 ;
   always @(posedge clk)
@@ -1278,7 +1278,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   always @(posedge clk)
     old_2_d2 <= \$58 ;
   always @(posedge clk)
-    old_c4_2 <= \$59 ;
+    old_out_2 <= \$59 ;
   always @(posedge clk)
     hold_c4_2 <= \$60 ;
   always @(posedge clk)
@@ -1296,7 +1296,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   always @(posedge clk)
     old_3_d2 <= \$67 ;
   always @(posedge clk)
-    old_c4_3 <= \$68 ;
+    old_out_3 <= \$68 ;
   always @(posedge clk)
     hold_c4_3 <= \$69 ;
   always @(posedge clk)
@@ -1318,18 +1318,18 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   assign \old$20  = slot[12] ? 16'h0000 : state[31:16];
   assign \old$23  = slot[12] ? 16'h0000 : state[47:32];
   assign \old$26  = slot[12] ? 16'h0000 : state[63:48];
-  assign \$1  = hold_c4_0 ? old_c4_0 : new_c4_0;
-  assign out_0 = hold_c4_0 ? old_c4_0 : out_c4_0;
-  assign \$2  = out_0 != old_c4_0;
-  assign \$5  = $signed(out_0) - $signed(old_c4_0);
-  assign \$6  = hold_c4_1 ? old_c4_1 : new_c4_1;
-  assign out_1 = hold_c4_1 ? old_c4_1 : out_c4_1;
-  assign \$7  = out_1 != old_c4_1;
-  assign \$10  = $signed(out_1) - $signed(old_c4_1);
-  assign \$11  = hold_c4_2 ? old_c4_2 : new_c4_2;
-  assign out_2 = hold_c4_2 ? old_c4_2 : out_c4_2;
-  assign \$12  = out_2 != old_c4_2;
-  assign \$15  = $signed(out_2) - $signed(old_c4_2);
+  assign out_0 = hold_c4_0 ? old_out_0 : out_c4_0;
+  assign out_1 = hold_c4_1 ? old_out_1 : out_c4_1;
+  assign out_2 = hold_c4_2 ? old_out_2 : out_c4_2;
+  assign out_3 = hold_c4_3 ? old_out_3 : out_c4_3;
+  assign \$1  = hold_c4_0 ? old_out_0 : new_c4_0;
+  assign \$2  = out_0 != old_out_0;
+  assign \$5  = $signed(out_0) - $signed(old_out_0);
+  assign \$6  = hold_c4_1 ? old_out_1 : new_c4_1;
+  assign \$7  = out_1 != old_out_1;
+  assign \$10  = $signed(out_1) - $signed(old_out_1);
+  assign \$11  = hold_c4_2 ? old_out_2 : new_c4_2;
+  assign \$12  = out_2 != old_out_2;
   \accelerator.layer0.entries  entries (
     .clk(clk),
     .credit(credit),
@@ -1758,10 +1758,10 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   assign \items__valid$5  = items__valid;
   assign \config__payload$7  = config__payload;
   assign \config__valid$9  = config__valid;
-  assign old_out_0 = old_c4_0;
-  assign old_out_1 = old_c4_1;
-  assign old_out_2 = old_c4_2;
-  assign old_out_3 = old_c4_3;
+  assign old_c4_0 = old_out_0;
+  assign old_c4_1 = old_out_1;
+  assign old_c4_2 = old_out_2;
+  assign old_c4_3 = old_out_3;
   assign w__payload = entry;
   assign starting = reserve;
   assign \credit$71  = credit;
@@ -1853,6 +1853,10 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   assign \params$25.cand_shift  = \params$25 [6:0];
   assign \params$25.gate_shift  = \params$25 [13:7];
   assign \old$26.h  = \old$26 ;
+  assign \old_c4_0.h  = old_out_0;
+  assign \old_c4_1.h  = old_out_1;
+  assign \old_c4_2.h  = old_out_2;
+  assign \old_c4_3.h  = old_out_3;
   assign \state_write.addr  = state_write[1:0];
   assign \state_write.en  = state_write[2];
   assign \state_write.data  = state_write[66:3];
@@ -1872,7 +1876,6 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   assign \slot_c4.index  = slot_c4[18:15];
   assign \slot_c4.value  = slot_c4[26:19];
   assign \new_c4_0.h  = new_c4_0;
-  assign \old_c4_0.h  = old_c4_0;
   assign \trace.valid  = trace[0];
   assign \trace.group  = trace[2:1];
   assign \trace.step_end  = trace[3];
@@ -1897,11 +1900,8 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   assign \entry.marker  = entry[74];
   assign \entry.seq_end  = entry[75];
   assign \new_c4_1.h  = new_c4_1;
-  assign \old_c4_1.h  = old_c4_1;
   assign \new_c4_2.h  = new_c4_2;
-  assign \old_c4_2.h  = old_c4_2;
   assign \new_c4_3.h  = new_c4_3;
-  assign \old_c4_3.h  = old_c4_3;
   assign \w__payload.mask  = entry[3:0];
   assign \w__payload.value  = entry[71:4];
   assign \w__payload.value[0]  = entry[20:4];
@@ -2260,7 +2260,7 @@ module \accelerator.layer0.entries (rst, w__valid, reserve, credit, r__payload, 
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__payload, o__valid, o__ready, clk);
+module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__ready, o__payload, o__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$4  = 0;
   wire \$1 ;
   wire \$2 ;
@@ -2483,10 +2483,10 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
   reg [31:0] \$46 ;
   reg [31:0] \$47 ;
   reg [26:0] \$48 ;
-  reg \$49 ;
+  reg [26:0] \$49 ;
   wire \$5 ;
-  reg [31:0] \$50 ;
-  reg [26:0] \$51 ;
+  reg \$50 ;
+  reg [31:0] \$51 ;
   reg [55:0] \$52 ;
   reg [63:0] \$53 ;
   reg [26:0] \$54 ;
@@ -2907,11 +2907,11 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
   always @(posedge clk)
     slot_c2 <= \$48 ;
   always @(posedge clk)
-    use_acc2a <= \$49 ;
+    slot_c2a <= \$49 ;
   always @(posedge clk)
-    layer0_macs <= \$50 ;
+    use_acc2a <= \$50 ;
   always @(posedge clk)
-    slot_c2a <= \$51 ;
+    layer0_macs <= \$51 ;
   always @(posedge clk)
     params <= \$52 ;
   always @(posedge clk)
@@ -3099,26 +3099,26 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$49  = 1'h0;
+    \$49  = slot_c2;
     if (rst) begin
-      \$49  = 1'h0;
+      \$49  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$50  = layer0_macs;
+    \$50  = 1'h0;
+    if (rst) begin
+      \$50  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
+    \$51  = layer0_macs;
     if (\$37 ) begin
-      \$50  = \$38 [31:0];
+      \$51  = \$38 [31:0];
     end
     if (rst) begin
-      \$50  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$5 ) begin end
-    \$51  = slot_c2;
-    if (rst) begin
-      \$51  = 27'h0000000;
+      \$51  = 32'd0;
     end
   end
   always @* begin
@@ -4590,7 +4590,7 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.serializer (rst, items__ready, entries__payload, entries__valid, items__valid, items__payload, entries__ready, clk);
+module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__payload, entries__ready, entries__payload, entries__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
   wire [3:0] \$1 ;
   wire \$10 ;
@@ -6044,22 +6044,22 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
   wire [15:0] \old$27 ;
   wire [15:0] \old$27.h ;
   wire [15:0] \old.h ;
-  reg [15:0] old_c4_0 = 16'h0000;
+  (* init = 16'h0000 *)
+  wire [15:0] old_c4_0;
   wire [15:0] \old_c4_0.h ;
-  reg [15:0] old_c4_1 = 16'h0000;
+  (* init = 16'h0000 *)
+  wire [15:0] old_c4_1;
   wire [15:0] \old_c4_1.h ;
-  reg [15:0] old_c4_2 = 16'h0000;
+  (* init = 16'h0000 *)
+  wire [15:0] old_c4_2;
   wire [15:0] \old_c4_2.h ;
-  reg [15:0] old_c4_3 = 16'h0000;
+  (* init = 16'h0000 *)
+  wire [15:0] old_c4_3;
   wire [15:0] \old_c4_3.h ;
-  (* init = 16'h0000 *)
-  wire [15:0] old_out_0;
-  (* init = 16'h0000 *)
-  wire [15:0] old_out_1;
-  (* init = 16'h0000 *)
-  wire [15:0] old_out_2;
-  (* init = 16'h0000 *)
-  wire [15:0] old_out_3;
+  reg [15:0] old_out_0 = 16'h0000;
+  reg [15:0] old_out_1 = 16'h0000;
+  reg [15:0] old_out_2 = 16'h0000;
+  reg [15:0] old_out_3 = 16'h0000;
   wire [15:0] out;
   wire [15:0] \out$102 ;
   wire [15:0] \out$109 ;
@@ -6199,9 +6199,8 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
   wire w__valid;
   assign \$20  = | out_2;
   assign \$21  = \$19  & \$20 ;
-  assign \$22  = hold_c4_3 ? old_c4_3 : new_c4_3;
-  assign out_3 = hold_c4_3 ? old_c4_3 : out_c4_3;
-  assign \$23  = out_3 != old_c4_3;
+  assign \$22  = hold_c4_3 ? old_out_3 : new_c4_3;
+  assign \$23  = out_3 != old_out_3;
   assign \$27  = | out_3;
   assign \$28  = \$26  & \$27 ;
   assign \$29  = slot_c4[12] & slot_c4[14];
@@ -6223,7 +6222,7 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
   always @(posedge clk)
     new_c4_0 <= \$42 ;
   always @(posedge clk)
-    old_c4_0 <= \$43 ;
+    old_out_0 <= \$43 ;
   always @(posedge clk)
     hold_c4_0 <= \$44 ;
   always @(posedge clk)
@@ -6237,7 +6236,7 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
   always @(posedge clk)
     new_c4_1 <= \$49 ;
   always @(posedge clk)
-    old_c4_1 <= \$50 ;
+    old_out_1 <= \$50 ;
   always @(posedge clk)
     hold_c4_1 <= \$51 ;
   always @(posedge clk)
@@ -6251,7 +6250,7 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
   always @(posedge clk)
     new_c4_2 <= \$56 ;
   always @(posedge clk)
-    old_c4_2 <= \$57 ;
+    old_out_2 <= \$57 ;
   always @(posedge clk)
     hold_c4_2 <= \$58 ;
   always @(posedge clk)
@@ -6265,7 +6264,7 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
   always @(posedge clk)
     new_c4_3 <= \$63 ;
   always @(posedge clk)
-    old_c4_3 <= \$64 ;
+    old_out_3 <= \$64 ;
   always @(posedge clk)
     hold_c4_3 <= \$65 ;
   always @(posedge clk)
@@ -6287,19 +6286,20 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
   assign \old$21  = slot[13] ? 16'h0000 : state[31:16];
   assign \old$24  = slot[13] ? 16'h0000 : state[47:32];
   assign \old$27  = slot[13] ? 16'h0000 : state[63:48];
-  assign \$1  = hold_c4_0 ? old_c4_0 : new_c4_0;
-  assign out_0 = hold_c4_0 ? old_c4_0 : out_c4_0;
-  assign \$2  = out_0 != old_c4_0;
+  assign out_0 = hold_c4_0 ? old_out_0 : out_c4_0;
+  assign out_1 = hold_c4_1 ? old_out_1 : out_c4_1;
+  assign out_2 = hold_c4_2 ? old_out_2 : out_c4_2;
+  assign out_3 = hold_c4_3 ? old_out_3 : out_c4_3;
+  assign \$1  = hold_c4_0 ? old_out_0 : new_c4_0;
+  assign \$2  = out_0 != old_out_0;
   assign \$6  = | out_0;
   assign \$7  = \$5  & \$6 ;
-  assign \$8  = hold_c4_1 ? old_c4_1 : new_c4_1;
-  assign out_1 = hold_c4_1 ? old_c4_1 : out_c4_1;
-  assign \$9  = out_1 != old_c4_1;
+  assign \$8  = hold_c4_1 ? old_out_1 : new_c4_1;
+  assign \$9  = out_1 != old_out_1;
   assign \$13  = | out_1;
   assign \$14  = \$12  & \$13 ;
-  assign \$15  = hold_c4_2 ? old_c4_2 : new_c4_2;
-  assign out_2 = hold_c4_2 ? old_c4_2 : out_c4_2;
-  assign \$16  = out_2 != old_c4_2;
+  assign \$15  = hold_c4_2 ? old_out_2 : new_c4_2;
+  assign \$16  = out_2 != old_out_2;
   \accelerator.layer1.entries  entries (
     .clk(clk),
     .credit(credit),
@@ -6647,10 +6647,10 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
   assign \params$20  = \params$16 [15:8];
   assign \params$23  = \params$16 [23:16];
   assign \params$26  = \params$16 [31:24];
-  assign old_out_0 = old_c4_0;
-  assign old_out_1 = old_c4_1;
-  assign old_out_2 = old_c4_2;
-  assign old_out_3 = old_c4_3;
+  assign old_c4_0 = old_out_0;
+  assign old_c4_1 = old_out_1;
+  assign old_c4_2 = old_out_2;
+  assign old_c4_3 = old_out_3;
   assign w__payload = entry;
   assign starting = reserve;
   assign \credit$72  = credit;
@@ -6741,6 +6741,10 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
   assign \acc$25.thr  = \acc$25 [47:24];
   assign \params$26.alpha  = \params$16 [31:24];
   assign \old$27.h  = \old$27 ;
+  assign \old_c4_0.h  = old_out_0;
+  assign \old_c4_1.h  = old_out_1;
+  assign \old_c4_2.h  = old_out_2;
+  assign \old_c4_3.h  = old_out_3;
   assign \state_write.addr  = state_write[1:0];
   assign \state_write.en  = state_write[2];
   assign \state_write.data  = state_write[66:3];
@@ -6760,7 +6764,6 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
   assign \slot_c4.index  = slot_c4[19:16];
   assign \slot_c4.value  = slot_c4[36:20];
   assign \new_c4_0.h  = new_c4_0;
-  assign \old_c4_0.h  = old_c4_0;
   assign \trace.valid  = trace[0];
   assign \trace.group  = trace[2:1];
   assign \trace.step_end  = trace[3];
@@ -6785,11 +6788,8 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
   assign \entry.marker  = entry[70];
   assign \entry.seq_end  = entry[71];
   assign \new_c4_1.h  = new_c4_1;
-  assign \old_c4_1.h  = old_c4_1;
   assign \new_c4_2.h  = new_c4_2;
-  assign \old_c4_2.h  = old_c4_2;
   assign \new_c4_3.h  = new_c4_3;
-  assign \old_c4_3.h  = old_c4_3;
   assign \w__payload.mask  = entry[3:0];
   assign \w__payload.value  = entry[67:4];
   assign \w__payload.value[0]  = entry[19:4];
@@ -7145,7 +7145,7 @@ module \accelerator.layer1.entries (rst, w__valid, reserve, credit, r__payload, 
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer1.entry_slice (rst, i__payload, i__ready, i__valid, o__payload, o__valid, o__ready, clk);
+module \accelerator.layer1.entry_slice (rst, i__payload, i__ready, i__valid, o__ready, o__payload, o__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$16  = 0;
   wire \$1 ;
   wire \$2 ;
@@ -7392,9 +7392,9 @@ module \accelerator.layer1.front (config__valid, clk, rst, items__ready, startin
   reg [31:0] \$68 ;
   reg [36:0] \$69 ;
   wire [7:0] \$7 ;
-  reg \$70 ;
-  reg [31:0] \$71 ;
-  reg [36:0] \$72 ;
+  reg [36:0] \$70 ;
+  reg \$71 ;
+  reg [31:0] \$72 ;
   reg [31:0] \$73 ;
   reg [63:0] \$74 ;
   reg [36:0] \$75 ;
@@ -7893,11 +7893,11 @@ module \accelerator.layer1.front (config__valid, clk, rst, items__ready, startin
   always @(posedge clk)
     slot_c2 <= \$69 ;
   always @(posedge clk)
-    use_acc2a <= \$70 ;
+    slot_c2a <= \$70 ;
   always @(posedge clk)
-    layer1_macs <= \$71 ;
+    use_acc2a <= \$71 ;
   always @(posedge clk)
-    slot_c2a <= \$72 ;
+    layer1_macs <= \$72 ;
   always @(posedge clk)
     params <= \$73 ;
   always @(posedge clk)
@@ -8100,26 +8100,26 @@ module \accelerator.layer1.front (config__valid, clk, rst, items__ready, startin
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$70  = use_acc;
+    \$70  = slot_c2;
     if (rst) begin
-      \$70  = 1'h0;
+      \$70  = 37'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$71  = layer1_macs;
+    \$71  = use_acc;
+    if (rst) begin
+      \$71  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
+    \$72  = layer1_macs;
     if (\$56 ) begin
-      \$71  = \$57 [31:0];
+      \$72  = \$57 [31:0];
     end
     if (rst) begin
-      \$71  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$72  = slot_c2;
-    if (rst) begin
-      \$72  = 37'h0000000000;
+      \$72  = 32'd0;
     end
   end
   always @* begin
@@ -9609,7 +9609,7 @@ module \accelerator.layer1.front.lanes (rst, weights, seeds, valid, first, value
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer1.serializer (rst, items__ready, entries__payload, entries__valid, items__valid, items__payload, entries__ready, clk);
+module \accelerator.layer1.serializer (rst, items__ready, items__valid, items__payload, entries__ready, entries__payload, entries__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$20  = 0;
   wire [3:0] \$1 ;
   wire \$10 ;
@@ -10933,9 +10933,9 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   reg [31:0] \$34 ;
   reg [31:0] \$35 ;
   reg [34:0] \$36 ;
-  reg \$37 ;
-  reg [31:0] \$38 ;
-  reg [34:0] \$39 ;
+  reg [34:0] \$37 ;
+  reg \$38 ;
+  reg [31:0] \$39 ;
   wire \$4 ;
   reg [34:0] \$40 ;
   reg [34:0] \$41 ;
@@ -11204,7 +11204,7 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   end
   assign \port__data$29  = _1_;
   always @(posedge clk)
-    slot_c2a <= \$39 ;
+    readout_macs <= \$39 ;
   always @(posedge clk)
     slot_c2b <= \$40 ;
   always @(posedge clk)
@@ -11251,9 +11251,9 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   always @(posedge clk)
     slot_c2 <= \$36 ;
   always @(posedge clk)
-    use_acc2a <= \$37 ;
+    slot_c2a <= \$37 ;
   always @(posedge clk)
-    readout_macs <= \$38 ;
+    use_acc2a <= \$38 ;
   \accelerator.readout.front.issue  issue (
     .clk(clk),
     .credit(credit),
@@ -11282,9 +11282,12 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$27 ) begin end
-    \$39  = slot_c2;
+    \$39  = readout_macs;
+    if (\$26 ) begin
+      \$39  = \$30 [31:0];
+    end
     if (rst) begin
-      \$39  = 35'h000000000;
+      \$39  = 32'd0;
     end
   end
   always @* begin
@@ -11359,19 +11362,16 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$27 ) begin end
-    \$37  = 1'h0;
+    \$37  = slot_c2;
     if (rst) begin
-      \$37  = 1'h0;
+      \$37  = 35'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$27 ) begin end
-    \$38  = readout_macs;
-    if (\$26 ) begin
-      \$38  = \$30 [31:0];
-    end
+    \$38  = 1'h0;
     if (rst) begin
-      \$38  = 32'd0;
+      \$38  = 1'h0;
     end
   end
   assign \items__payload$1  = items__payload;
