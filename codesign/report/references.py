@@ -13,8 +13,9 @@ BMRU_KWS = {
     "energy_per_inference_uj": None,
     "power_uw": 0.1,
     "energy_per_sop_pj": None,
-    "source": "Fyon et al., 2026a, b, as cited by the CMRU paper (seed 000: 'a recent design achieves >90% "
-    "accuracy at 100 nW for keyword spotting')",
+    "source": "Fyon et al., 2026a, b, as cited by 'Improving the performance and learning stability of "
+    "parallelizable RNNs for ultra-low-power applications' (the CMRU paper): 'a recent design achieves >90% "
+    "accuracy at 100 nW for keyword spotting'",
 }
 """The analog figure this project's analog path is measured against: the circuit family its BMRU
 and CMRU cells come from. ``codesign report`` puts it in the side-by-side table at its published
