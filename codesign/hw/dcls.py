@@ -44,7 +44,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from amaranth.hdl import Array, Cat, Module, Mux, Signal, signed, unsigned
+from amaranth.hdl import Array, Cat, Module, Mux, Signal, Value, signed, unsigned
 from amaranth.lib import stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -154,12 +154,13 @@ class DelayFrontEnd(wiring.Component):
         wiring.connect(m, queue.r, wiring.flipped(self.outputs))
         m.d.sync += [r.busy.eq(1), r.l_valid.eq(0), r.l_last.eq(0)]  # SEND's L raises them
         n_stall = self._append(m, ports, r)
+        taps = self._tap_writes(m, ports, r)
         self._send_tail(m, ports, r, queue)
         with m.FSM(name="dcls", init="RESET_CLEAR"):
             with m.State("RESET_CLEAR"):  # after reset: clear every slot before taking inputs
                 self._reset_clear(m, ports, r)
             with m.State("RECEIVE"):
-                self._receive(m, ports, r, n_stall)
+                self._receive(m, ports, r, n_stall, taps)
             with m.State("SEND"):
                 self._send(m, ports, r, queue)
             # end of a sequence: clear the slots it scheduled but never reached
@@ -284,40 +285,49 @@ class DelayFrontEnd(wiring.Component):
         return n_stall
 
     # ------------------------------------------------------------ RECEIVE: A and R stages
-    def _receive(self, m: Module, ports: _Ports, r: _Regs, n_stall) -> None:
+    def _tap_writes(self, m: Module, ports: _Ports, r: _Regs) -> list[tuple[Signal, Value]]:
+        """Each tap's bank slot and contribution ``w[j, k] * x`` for the item R holds.
+
+        Computed outside the FSM and ungated: R's ``advance`` (which depends on N's stall) only
+        selects them for the write. Gated at the source, the stall logic sat in front of the
+        multipliers, the flip-flop bundle's ECP5 critical path (69 MHz at P = 1)."""
+        dc = self.dcls
+        span, taps = dc.span, dc.taps
+        late = int(self.plan.faults.active("delay_off_by_one", self.engine.index))
+        word = ports.taps_rd.data
+        # the first ``hard_taps`` products may use hard multipliers, the rest shift-and-add
+        hard_taps = dc.taps if dc.hard_taps is None else dc.hard_taps
+        writes = []
+        for k in range(taps):
+            weight = Signal(signed(dc.weight_bits), name=f"tap_w{k}")
+            delay = Signal(range(span), name=f"delay{k}")
+            target = Signal(range(2 * span + 1), name=f"target{k}")
+            slot = Signal(range(span), name=f"slot{k}")
+            m.d.comb += [
+                weight.eq(word[2 * k]),
+                delay.eq(word[2 * k + 1]),
+                target.eq(r.head + delay + late),
+                slot.eq(Mux(target >= span, target - span, target)),
+            ]
+            product = weight * r.it_value if k < hard_taps else lut_multiply(weight, r.it_value)
+            writes.append((slot, product))
+        return writes
+
+    def _receive(self, m: Module, ports: _Ports, r: _Regs, n_stall, taps: list) -> None:
         """A takes an item and reads its taps; R writes its contributions into the banks and reads
         the listed flags and counts of its slots for N."""
-        dc = self.dcls
-        ch, span, taps = dc.channels, dc.span, dc.taps
-        late = int(self.plan.faults.active("delay_off_by_one", self.engine.index))
+        ch = self.dcls.channels
         advance = Signal()
         m.d.comb += advance.eq(r.it_valid & ~n_stall)
         with m.If(advance):  # R
-            word = ports.taps_rd.data
             slots = []
-            # the first ``hard_taps`` products may use hard multipliers, the rest shift-and-add
-            hard_taps = self.dcls.taps if self.dcls.hard_taps is None else self.dcls.hard_taps
-            tap_weights = [Signal(signed(self.dcls.weight_bits), name=f"tap_w{k}") for k in range(taps)]
-            m.d.comb += [w.eq(word[2 * k]) for k, w in enumerate(tap_weights)]
-            for k in range(taps):
-                delay = Signal(range(span), name=f"delay{k}")
-                target = Signal(range(2 * span + 1), name=f"target{k}")
-                slot = Signal(range(span), name=f"slot{k}")
-                m.d.comb += [
-                    delay.eq(word[2 * k + 1]),
-                    target.eq(r.head + delay + late),
-                    slot.eq(Mux(target >= span, target - span, target)),
-                ]
+            for k, (slot, product) in enumerate(taps):
                 slots.append(slot)
                 addr = _addr(slot, r.it_channel, ch)
                 bank = ports.z_wr[k]
                 m.d.comb += [
                     bank.addr.eq(addr),
-                    bank.data.eq(
-                        tap_weights[k] * r.it_value
-                        if k < hard_taps
-                        else lut_multiply(tap_weights[k], r.it_value)
-                    ),
+                    bank.data.eq(product),
                     bank.en.eq(1),
                     ports.f_rd[k].addr.eq(addr),
                     ports.f_rd[k].en.eq(1),
