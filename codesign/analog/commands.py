@@ -233,6 +233,13 @@ def analog_eval_command(
             "beyond a threshold that 4 (the default) misses"
         ),
     ] = 4.0,
+    ladder_deck: Annotated[
+        str,
+        typer.Option(
+            help="native CMRU (eps 1): how ngspice simulates the ladders, reference or fast (the same "
+            "circuit; trapezoidal integration, device bypass, 1 ms drive ramps: fewer Newton iterations)"
+        ),
+    ] = "reference",
 ) -> None:
     """Run a trained bundle's test sequences through the layer netlist in ngspice, readout digital; accuracy, state agreement and energy beside the golden model."""
     from rich.progress import Progress
@@ -272,6 +279,7 @@ def analog_eval_command(
             ladder_init=ladder_init,
             ladder_dpi=ladder_dpi,
             ladder_pulse_ms=ladder_pulse_ms,
+            ladder_deck=ladder_deck,
         )
     typer.echo(
         f"{summary['bundle']} ({summary['sequences']} sequences, {corner}): analog accuracy "

@@ -203,6 +203,7 @@ def _run_ladder_sequence(view: Bundle, xq: np.ndarray, n: int, settings: dict, c
     """
     from codesign.analog.checks import ladder_ranges
     from codesign.analog.drive import LadderTiming
+    from codesign.analog.ladder_deck import LADDER_DECKS
     from codesign.analog.mapping import map_bundle
 
     maps = map_bundle(view, xq, normalise=settings.get("scale", "neuron") == "step")
@@ -217,10 +218,11 @@ def _run_ladder_sequence(view: Bundle, xq: np.ndarray, n: int, settings: dict, c
         t_step=settings["frame_ms"] * 1e-3,
         t_max=settings.get("tmax_ms", 1.0) * 1e-3,
         t_c=settings.get("ladder_pulse_ms", 4.0) * 1e-3,
+        t_ramp=LADDER_DECKS[settings.get("ladder_deck", "reference")].t_ramp,
     )
     h_a = np.zeros((x.shape[1], d), dtype=np.int64)
     h_g = np.zeros_like(h_a)
-    rows, wall, energy = [], 0.0, {}
+    rows, wall, cpu, energy, solver = [], 0.0, 0.0, {}, {}
     for g0 in range(0, d, group):
         neurons = list(range(g0, min(g0 + group, d)))
         deck_path = cache / "decks" / f"{key}_n{g0:03d}.json"
@@ -236,6 +238,10 @@ def _run_ladder_sequence(view: Bundle, xq: np.ndarray, n: int, settings: dict, c
         h_g[:, neurons] = np.asarray(part["h_golden"])
         rows += part["rows"]
         wall += part["wall_s"]
+        cpu += part.get("cpu_s", float("nan"))
+        for k in ("iterations", "points", "rejected"):
+            if k in part.get("ngspice", {}):
+                solver[k] = solver.get(k, 0) + int(part["ngspice"][k])
         for k, v in part["power_nW"].items():  # power of this deck's neurons: the layer's is the sum
             energy[k] = energy.get(k, 0.0) + v
     roots = [
@@ -260,6 +266,8 @@ def _run_ladder_sequence(view: Bundle, xq: np.ndarray, n: int, settings: dict, c
         "init_ok": all(r["init_count_ok"] for r in rows),
         "t_step_s": timing.t_step,
         "wall_s": wall,
+        "cpu_s": cpu,
+        "ngspice": solver,
     }
     if syn:
         record["power_nW"]["synapses_nW"] = syn.pop("power_nW")
@@ -270,6 +278,7 @@ def _ladder_deck(view, x, settings, maps, neurons, ranges, drive, timing, name) 
     """One ngspice deck of ladders: the analog and golden counts (state units), rows and power."""
     from codesign.analog.cells import DPI_N, DpiParams
     from codesign.analog.checks import Ctx, run_ladder_trace
+    from codesign.analog.ladder_deck import LADDER_DECKS
 
     tr = run_ladder_trace(
         view,
@@ -285,12 +294,15 @@ def _ladder_deck(view, x, settings, maps, neurons, ranges, drive, timing, name) 
         mc_seed=settings.get("mc_seed"),
         init=settings["ladder_init"],
         dpi=DPI_N if settings.get("ladder_dpi", "p") == "n" else DpiParams(),
+        deck=LADDER_DECKS[settings.get("ladder_deck", "reference")],
     )
     return {
         "h_analog": tr.h_analog.tolist(),
         "h_golden": tr.h_golden.tolist(),
         "rows": tr.rows,
         "wall_s": tr.wall_s,
+        "cpu_s": tr.cpu_s,
+        "ngspice": tr.stats or {},
         "power_nW": tr.power,
     }
 
@@ -346,6 +358,7 @@ def analog_eval(
     ladder_init: str = "nodeset",
     ladder_dpi: str = "p",
     ladder_pulse_ms: float = 4.0,
+    ladder_deck: str = "reference",
 ) -> dict:
     """Run ``sequences`` test sequences of a trained BMRU or native CMRU bundle in ngspice; the summary dict.
 
@@ -369,6 +382,11 @@ def analog_eval(
     in ``C dV / overdrive``, about 4.6 ms for a reset 5 pA beyond its threshold, so a 4 ms pulse
     misses updates within a few pA; 8 ms resolved the JapaneseVowels misses at 2.4 and 4.7 pA and
     still adds exactly one alpha per update (the next stage follows only after ~13 ms).
+
+    ``ladder_deck``: how ngspice simulates the ladders (:mod:`codesign.analog.ladder_deck`):
+    ``reference`` (the deck of every earlier run) or ``fast`` (trapezoidal integration, looser
+    truncation and absolute-current tolerances, device bypass, 1 ms drive ramps, only the read
+    vectors saved; the same circuit, fewer Newton iterations).
 
     ``tmax_ms``: ngspice's largest time step in the ladders' transient (1 ms by default; the ladder
     rests between steps, and 5 ms with ``reltol`` 1e-3 gave the same counts about 6x faster).
@@ -448,9 +466,18 @@ def analog_eval(
             settings["ladder_dpi"] = ladder_dpi
         if tmax_ms != 1.0:  # the older caches keep their keys
             settings["tmax_ms"] = float(tmax_ms)
-    elif tmax_ms != 1.0 or ladder_dpi != "p" or ladder_pulse_ms != 4.0:
+        from codesign.analog.ladder_deck import LADDER_DECKS
+
+        if ladder_deck not in LADDER_DECKS:
+            raise CodesignError(
+                f"--ladder-deck must be one of {', '.join(LADDER_DECKS)}, not {ladder_deck!r}"
+            )
+        if ladder_deck != "reference":  # the older caches keep their keys
+            settings["ladder_deck"] = ladder_deck
+    elif tmax_ms != 1.0 or ladder_dpi != "p" or ladder_pulse_ms != 4.0 or ladder_deck != "reference":
         raise CodesignError(
-            "--tmax-ms, --ladder-dpi and --ladder-pulse-ms apply to native CMRU ladders (cmru eps 1) only"
+            "--tmax-ms, --ladder-dpi, --ladder-pulse-ms and --ladder-deck apply to native CMRU ladders "
+            "(cmru eps 1) only"
         )
     # the pre-scale-option cache keys stay valid for the defaults they were made with
     if scale != "neuron":
@@ -618,6 +645,16 @@ def _summarize(bundle: Bundle, xq, y, records: list[dict], gold, settings: dict)
         out["tmax_ms"] = settings.get("tmax_ms", 1.0)
         out["ladder_dpi"] = settings.get("ladder_dpi", "p")
         out["ladder_pulse_ms"] = settings.get("ladder_pulse_ms", 4.0)
+        out["ladder_deck"] = settings.get("ladder_deck", "reference")
+        cpu = [r["cpu_s"] for r in records if "cpu_s" in r]
+        out["ngspice_cpu_s_per_sequence"] = float(np.mean(cpu)) if cpu else None
+        iters = [r["ngspice"]["iterations"] for r in records if r.get("ngspice", {}).get("iterations")]
+        out["ngspice_iterations_per_sequence"] = float(np.mean(iters)) if iters else None
+        out["ngspice_note"] = (
+            "seconds_per_sequence is wall time (mostly the machine's other jobs on a shared host); "
+            "cpu and Newton iterations (each evaluates every device) are measured on the sequences "
+            "run since they were recorded"
+        )
         out["ladder_stages_mean"] = float(np.mean([sum(r["ladder_stages"]) for r in records]))
         out["ladder_stages_note"] = (
             "every neuron's ladder spans the golden count's range over its sequence plus ladder_spare "
