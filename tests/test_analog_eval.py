@@ -237,3 +237,31 @@ def test_worst_root_error_margin_is_the_largest_over_every_root_error(tmp_path) 
     summary = analog_eval(bundle_dir, 2, cache=cache, progress=lambda *a: None)
     assert summary["root_errors"] == 2
     assert summary["worst_root_error_margin_pa"] == 18.0
+
+
+def test_first_shares_out_the_test_set(tmp_path, monkeypatch) -> None:
+    """--first N runs the sequences from N on, with the cache keys a run from 0 gives them."""
+    from codesign.analog import evaluate
+
+    class Seen(Exception):
+        pass
+
+    seen = []
+
+    def gather(bundle_dir, bundle, tasks, cache, *a):
+        seen.append([(n, evaluate._key(bundle, st, n)) for n, st in tasks])
+        raise Seen
+
+    monkeypatch.setattr(evaluate, "_gather", gather)
+    path = _bundle(tmp_path)
+    n_test = len(
+        evaluate.test_set(__import__("codesign.bundle", fromlist=["load_bundle"]).load_bundle(path))[0]
+    )
+    for first, count in ((0, 3), (1, 2)):
+        with pytest.raises(Seen):
+            analog_eval(path, count, cache=tmp_path / "cache", first=first)
+    assert [n for n, _ in seen[1]] == [1, 2] and seen[1] == seen[0][1:]
+    with pytest.raises(CodesignError, match="--first must be between 0 and"):
+        analog_eval(path, 1, first=n_test)
+    with pytest.raises(CodesignError, match="--first must be between 0 and"):
+        analog_eval(path, 1, first=-1)

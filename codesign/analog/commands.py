@@ -240,6 +240,9 @@ def analog_eval_command(
             "circuit; trapezoidal integration, device bypass, 1 ms drive ramps: fewer Newton iterations)"
         ),
     ] = "reference",
+    first: Annotated[
+        int, typer.Option(help="index of the first test sequence run (runs can share out the test set)")
+    ] = 0,
 ) -> None:
     """Run a trained bundle's test sequences through the layer netlist in ngspice, readout digital; accuracy, state agreement and energy beside the golden model."""
     from rich.progress import Progress
@@ -280,6 +283,7 @@ def analog_eval_command(
             ladder_dpi=ladder_dpi,
             ladder_pulse_ms=ladder_pulse_ms,
             ladder_deck=ladder_deck,
+            first=first,
         )
     typer.echo(
         f"{summary['bundle']} ({summary['sequences']} sequences, {corner}): analog accuracy "

@@ -359,6 +359,7 @@ def analog_eval(
     ladder_dpi: str = "p",
     ladder_pulse_ms: float = 4.0,
     ladder_deck: str = "reference",
+    first: int = 0,
 ) -> dict:
     """Run ``sequences`` test sequences of a trained BMRU or native CMRU bundle in ngspice; the summary dict.
 
@@ -382,6 +383,9 @@ def analog_eval(
     in ``C dV / overdrive``, about 4.6 ms for a reset 5 pA beyond its threshold, so a 4 ms pulse
     misses updates within a few pA; 8 ms resolved the JapaneseVowels misses at 2.4 and 4.7 pA and
     still adds exactly one alpha per update (the next stage follows only after ~13 ms).
+
+    ``first``: the index of the first test sequence run (``sequences`` from there on), so that
+    runs can share out the test set; their caches are shared (a sequence's key does not depend on it).
 
     ``ladder_deck``: how ngspice simulates the ladders (:mod:`codesign.analog.ladder_deck`):
     ``reference`` (the deck of every earlier run) or ``fast`` (trapezoidal integration, looser
@@ -434,7 +438,11 @@ def analog_eval(
     if not 3.0 <= frame_ms <= 1000.0:
         raise CodesignError(f"--frame-ms must be between 3 and 1000 ms, not {frame_ms:g}")
     xq, y = test_set(bundle)
-    count = min(sequences, len(xq))
+    if not 0 <= first < len(xq):
+        raise CodesignError(
+            f"--first must be between 0 and {len(xq) - 1} (the test set's last sequence), not {first}"
+        )
+    count = min(sequences, len(xq) - first)
     cache = Path(cache) if cache is not None else bundle_dir.parent / f"{bundle_dir.name}_analog_eval"
     cache.mkdir(parents=True, exist_ok=True)
     settings = {"corner": corner, "start": start if eps == 0 else "ladder", "frame_ms": float(frame_ms)}
@@ -491,14 +499,14 @@ def analog_eval(
         settings["synapse_ix_fa"] = float(synapse_ix_fa)
         if synapse_trim != "none":  # untrimmed runs keep their earlier cache keys
             settings["synapse_trim"] = synapse_trim
-    tasks = [(n, settings) for n in range(count)]
+    tasks = [(n, settings) for n in range(first, first + count)]
     spice_mc = [
         (n, settings | {"mc_seed": seed}) for seed in range(1, mc_spice + 1) for n in range(mc_sequences)
     ]
     records = _gather(str(bundle_dir), bundle, tasks + spice_mc, cache, scheduler, workers, progress)
-    summary = _summarize(
-        bundle, xq[:count], y[:count], records[:count], run_golden(bundle, xq[:count]), settings
-    )
+    run = slice(first, first + count)
+    summary = _summarize(bundle, xq[run], y[run], records[:count], run_golden(bundle, xq[run]), settings)
+    summary["first_sequence"] = first
     if eps == 1:
         from codesign.analog.ladder_model import ladder_model_summary
 
