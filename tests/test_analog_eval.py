@@ -139,7 +139,8 @@ def test_bundles_it_cannot_run_are_refused(tmp_path) -> None:
     with pytest.raises(CodesignError, match="--mc runs BMRU layers"):
         analog_eval(_cmru_bundle(tmp_path), 1, mc=2)
     with pytest.raises(
-        CodesignError, match="--tmax-ms, --ladder-dpi, --ladder-pulse-ms and --ladder-deck apply to native"
+        CodesignError,
+        match="--tmax-ms, --ladder-dpi, --ladder-pulse-ms, --ladder-deck and --ladder-trim-pa apply",
     ):
         analog_eval(_bundle(tmp_path / "t"), 1, tmax_ms=5.0)
     with pytest.raises(CodesignError, match="--ladder-dpi must be p or n, not 'x'"):

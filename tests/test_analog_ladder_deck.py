@@ -81,7 +81,7 @@ def test_an_unknown_ladder_deck_is_refused(tmp_path) -> None:
 
     with pytest.raises(CodesignError, match="--ladder-deck must be one of reference, fast, not 'quick'"):
         analog_eval(_cmru_bundle(tmp_path / "c"), 1, ladder_deck="quick")
-    with pytest.raises(CodesignError, match="--ladder-deck apply to native CMRU"):
+    with pytest.raises(CodesignError, match="--ladder-deck and --ladder-trim-pa apply to native CMRU"):
         analog_eval(_bundle(tmp_path / "b"), 1, ladder_deck="fast")
 
 
@@ -119,3 +119,25 @@ def test_only_the_fast_deck_changes_the_cache_key(tmp_path, monkeypatch) -> None
     }
     assert seen["reference"] == evaluate._key(load_bundle(path), settings, 0)
     assert seen["fast"] == evaluate._key(load_bundle(path), settings | {"ladder_deck": "fast"}, 0)
+
+
+def test_a_window_trim_narrows_only_the_pulse_windows_wide_enough() -> None:
+    """--ladder-trim-pa UP,DOWN: during each step's pulse the up threshold is lower by UP and the
+    down one higher by DOWN; the resting (widest) window and windows narrower than UP + DOWN stay."""
+    import numpy as np
+
+    from codesign.analog.drive import ladder_drive
+    from codesign.analog.mapping import NeuronMap
+
+    nm = NeuronMap(index=0, fixed_threshold=False, b_max=100, k=1e-12, i_alpha=500e-12, alpha=1)
+    c, b = np.array([50, -50, 1]), np.array([40, 40, 2])  # wide, wide, 3 pA wide
+    plain = ladder_drive(nm, c, b, 0, hold=True)
+    trimmed = ladder_drive(nm, c, b, 0, hold=True, trim=(2e-12, 4e-12))
+    assert plain.t_up == trimmed.t_up and plain.i_in == trimmed.i_in
+    du = np.round((np.array(trimmed.i_up) - np.array(plain.i_up)) / 1e-12, 6)
+    dd = np.round((np.array(trimmed.i_down) - np.array(plain.i_down)) / 1e-12, 6)
+    assert sorted(set(du.tolist())) == [-2.0, 0.0] and sorted(set(dd.tolist())) == [0.0, 4.0]
+    lo, hi = nm.threshold_currents(b)
+    assert hi[2] - lo[2] < 6e-12 and np.isclose(max(trimmed.i_up), plain.i_up[0])  # resting window kept
+    with pytest.raises(ValueError, match="window trims must be >= 0"):
+        ladder_drive(nm, c, b, 0, trim=(-1e-12, 0.0))

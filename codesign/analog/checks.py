@@ -827,6 +827,7 @@ def run_ladder_trace(
     init: str = "pulses",
     dpi: cells.DpiParams = cells.DpiParams(),
     deck: LadderDeck | None = None,
+    trim: tuple[float, float] = (0.0, 0.0),
 ) -> LadderTraceResult:
     """Native CMRU neurons (cmru eps 1) driven by one test sequence; stage counts vs the golden model.
 
@@ -848,6 +849,9 @@ def run_ladder_trace(
     calibrated window shift, :data:`codesign.analog.mapping.LADDER_SHIFT_GAINS`). ``deck``: how
     ngspice simulates it (:mod:`codesign.analog.ladder_deck`: solver options, the drive's ramps,
     the vectors saved; the reference deck by default). Its ramp replaces ``timing.t_ramp``.
+    ``trim``: ``(up, down)`` (A) by which every step's window narrows during its pulse
+    (:func:`codesign.analog.drive.ladder_drive`); neurons with fixed thresholds are not trimmed.
+    The golden comparison and the margins stay on the untrimmed integers.
     """
     if init not in ("pulses", "nodeset"):
         raise CodesignError(f"ladder init must be pulses or nodeset, not {init!r}")
@@ -907,7 +911,9 @@ def run_ladder_trace(
             neuron_subckt(nm, bundle_name=bundle.manifest.name, native_stages=n_i, dpi_kind=dpi.kind)
         )
         pulses = int(n0_all[i]) if init == "pulses" else 0
-        dr = ladder_drive(nm, dc[:, i], db[:, i], pulses, timing, pre_pulses=n0, hold=init == "nodeset")
+        dr = ladder_drive(
+            nm, dc[:, i], db[:, i], pulses, timing, pre_pulses=n0, hold=init == "nodeset", trim=trim
+        )
         drives.append(dr)
         n = f"neuron_{i:03d}"
         if nm.fixed_threshold:

@@ -295,6 +295,7 @@ def _ladder_deck(view, x, settings, maps, neurons, ranges, drive, timing, name) 
         init=settings["ladder_init"],
         dpi=DPI_N if settings.get("ladder_dpi", "p") == "n" else DpiParams(),
         deck=LADDER_DECKS[settings.get("ladder_deck", "reference")],
+        trim=tuple(v * 1e-12 for v in settings.get("ladder_trim_pa", (0.0, 0.0))),
     )
     return {
         "h_analog": tr.h_analog.tolist(),
@@ -360,6 +361,7 @@ def analog_eval(
     ladder_pulse_ms: float = 4.0,
     ladder_deck: str = "reference",
     first: int = 0,
+    ladder_trim_pa: tuple[float, float] = (0.0, 0.0),
 ) -> dict:
     """Run ``sequences`` test sequences of a trained BMRU or native CMRU bundle in ngspice; the summary dict.
 
@@ -383,6 +385,10 @@ def analog_eval(
     in ``C dV / overdrive``, about 4.6 ms for a reset 5 pA beyond its threshold, so a 4 ms pulse
     misses updates within a few pA; 8 ms resolved the JapaneseVowels misses at 2.4 and 4.7 pA and
     still adds exactly one alpha per update (the next stage follows only after ~13 ms).
+
+    ``ladder_trim_pa``: ``(up, down)`` pA by which every step's window narrows during its pulse
+    (:func:`codesign.analog.drive.ladder_drive`: a calibration of the overdrive a stage needs to
+    switch within the pulse).
 
     ``first``: the index of the first test sequence run (``sequences`` from there on), so that
     runs can share out the test set; their caches are shared (a sequence's key does not depend on it).
@@ -482,9 +488,22 @@ def analog_eval(
             )
         if ladder_deck != "reference":  # the older caches keep their keys
             settings["ladder_deck"] = ladder_deck
-    elif tmax_ms != 1.0 or ladder_dpi != "p" or ladder_pulse_ms != 4.0 or ladder_deck != "reference":
+        trim = tuple(float(v) for v in ladder_trim_pa)
+        if len(trim) != 2 or not all(0.0 <= v <= 50.0 for v in trim):
+            raise CodesignError(
+                f"--ladder-trim-pa must be two currents UP,DOWN in 0..50 pA, not {ladder_trim_pa}"
+            )
+        if trim != (0.0, 0.0):  # the older caches keep their keys
+            settings["ladder_trim_pa"] = list(trim)
+    elif (
+        tmax_ms != 1.0
+        or ladder_dpi != "p"
+        or ladder_pulse_ms != 4.0
+        or ladder_deck != "reference"
+        or tuple(ladder_trim_pa) != (0.0, 0.0)
+    ):
         raise CodesignError(
-            "--tmax-ms, --ladder-dpi, --ladder-pulse-ms and --ladder-deck apply to native CMRU ladders "
+            "--tmax-ms, --ladder-dpi, --ladder-pulse-ms, --ladder-deck and --ladder-trim-pa apply to native CMRU ladders "
             "(cmru eps 1) only"
         )
     # the pre-scale-option cache keys stay valid for the defaults they were made with
@@ -654,6 +673,7 @@ def _summarize(bundle: Bundle, xq, y, records: list[dict], gold, settings: dict)
         out["ladder_dpi"] = settings.get("ladder_dpi", "p")
         out["ladder_pulse_ms"] = settings.get("ladder_pulse_ms", 4.0)
         out["ladder_deck"] = settings.get("ladder_deck", "reference")
+        out["ladder_trim_pa"] = settings.get("ladder_trim_pa", [0.0, 0.0])
         cpu = [r["cpu_s"] for r in records if "cpu_s" in r]
         out["ngspice_cpu_s_per_sequence"] = float(np.mean(cpu)) if cpu else None
         iters = [r["ngspice"]["iterations"] for r in records if r.get("ngspice", {}).get("iterations")]
