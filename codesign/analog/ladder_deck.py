@@ -22,7 +22,10 @@ sub-fA currents of off devices), device bypass (devices whose terminals did not 
 re-evaluated), 1 ms ramps instead of 20 us (the input mirrors respond in ~0.1-0.3 ms, so the ramp
 shape hardly reaches the stages, and ngspice starts after each corner from a 100 us step instead
 of 2 us), and only the read vectors saved. Its counts are checked against the reference's on whole
-sequences, not derived: a near tie could in principle resolve differently.
+sequences, not derived: a near tie can resolve differently. With ngspice's largest step at 20 ms
+instead of 5 (``--tmax-ms``) it did: trapezoidal steps of twice the DPIs' tau through the rests
+set a stage 0.27 pA inside its window (JapaneseVowels sequence 18, neuron 6, step 18); at 5 ms
+that step held, as in the reference.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ CPU time, Newton iterations, time points and rejected steps, and whether the cou
 step equals the one cached in CACHE (the reference run's deck JSONs).
 VARIANT: ``base`` (the reference deck, model bins pruned), ``noprune`` (the reference deck as the
 cached runs had it), or a comma list of ``fast`` (the fast deck), ``opt=key:value`` (an ngspice
-option), ``ramp=S``, ``save``, ``tmax=S``, ``noprune``.
+option), ``ramp=S``, ``save``, ``tmax=S``, ``noprune``, ``trim=UP:DOWN`` (pA, ``--ladder-trim-pa``).
 """
 
 import glob
@@ -44,7 +44,7 @@ for neuron in [int(v) for v in sys.argv[2].split(",")]:
     ref = np.asarray(json.load(open(f"{CACHE}/decks/{keys[seq]}_n{neuron:03d}.json"))["h_analog"])[:, 0]
     for v in sys.argv[3:]:
         items = [] if v == "base" else v.split(",")
-        tmax, opts, ramp, save, prune = 5e-3, {}, 20e-6, False, True
+        tmax, opts, ramp, save, prune, trim = 5e-3, {}, 20e-6, False, True, None
         for item in items:
             k, _, val = item.partition("=")
             if k == "fast":
@@ -61,11 +61,15 @@ for neuron in [int(v) for v in sys.argv[2].split(",")]:
                 save = True
             elif k == "noprune":
                 prune = False
+            elif k == "trim":
+                trim = [float(t) for t in val.split(":")]
             elif k == "tmax":
                 tmax = float(val)
         LADDER_DECKS["bench"] = LadderDeck("bench", opts, ramp, save, prune)
         timing = LadderTiming(t_step=0.06, t_max=tmax, t_c=8e-3)
         settings = {"corner": "tt", "ladder_init": "nodeset", "reltol": 1e-3, "ladder_deck": "bench"}
+        if trim:
+            settings["ladder_trim_pa"] = trim
         t0 = time.monotonic()
         part = _ladder_deck(view, x, settings, maps, [neuron], ranges, None, timing, "bench")
         h = np.asarray(part["h_analog"])[:, 0]
@@ -83,6 +87,9 @@ for neuron in [int(v) for v in sys.argv[2].split(",")]:
                     "rejected": st.get("rejected"),
                     "wall_s": round(time.monotonic() - t0, 1),
                     "same_counts": bool((h == ref).all()),
+                    "golden_counts": bool((h == np.asarray(part["h_golden"])[:, 0]).all()),
+                    "reference_golden_counts": bool((ref == np.asarray(part["h_golden"])[:, 0]).all()),
+                    "wrong_update_steps": part["rows"][0]["wrong_update_steps"],
                     "diff_steps": np.nonzero(h != ref)[0].tolist(),
                     "lvl_err": round(part["rows"][0]["worst_level_error_rel_alpha"], 4),
                     "power": {k: round(val, 3) for k, val in part["power_nW"].items()},
