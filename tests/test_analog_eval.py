@@ -87,13 +87,18 @@ def _cmru_bundle(tmp_path: Path) -> Path:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("ladder_dpi, tmax_ms", [("p", 1.0), ("n", 5.0)])
-def test_native_cmru_ladders_run_a_trained_layer_like_golden(tmp_path, ladder_dpi, tmax_ms) -> None:
+@pytest.mark.parametrize(
+    "ladder_dpi, tmax_ms, ladder_deck", [("p", 1.0, "reference"), ("n", 5.0, "reference"), ("p", 5.0, "fast")]
+)
+def test_native_cmru_ladders_run_a_trained_layer_like_golden(
+    tmp_path, ladder_dpi, tmax_ms, ladder_deck
+) -> None:
     """eps 1: one ladder per neuron, started at its reset state from the operating point; every
     neuron-step's count of alphas equals the golden state, and the readout is the golden one. Also
     with the kappa-matched dpi_n between the stages and ngspice's time step up to 5 ms (the cheap
-    deck the JapaneseVowels d = 8 run uses); the step-level ladder model fitted on the run is the
-    integer model (no update went missing)."""
+    deck the JapaneseVowels d = 8 run uses), and with the fast deck (trapezoidal, bypass, 1 ms
+    ramps); the step-level ladder model fitted on the run is the integer model (no update went
+    missing). Every deck records ngspice's CPU time and Newton iterations."""
     if shutil.which("ngspice") is None:
         pytest.fail("ngspice is not installed (make setup installs it)")
     from codesign.analog.checks import ladder_ranges
@@ -105,8 +110,15 @@ def test_native_cmru_ladders_run_a_trained_layer_like_golden(tmp_path, ladder_dp
     xq, _ = test_set(bundle)
     assert ladder_ranges(_layer_view(bundle), xq[:1]) == [(3, 4), (1, 7)]
     summary = analog_eval(
-        path, 1, cache=tmp_path / "cache", reltol=1e-3, tmax_ms=tmax_ms, ladder_dpi=ladder_dpi
+        path,
+        1,
+        cache=tmp_path / "cache",
+        reltol=1e-3,
+        tmax_ms=tmax_ms,
+        ladder_dpi=ladder_dpi,
+        ladder_deck=ladder_deck,
     )
+    assert summary["ladder_deck"] == ladder_deck and summary["ngspice_iterations_per_sequence"] > 0
     assert summary["cell"] == "native CMRU ladder (eps 1)" and summary["frame_ms"] == 60.0
     assert summary["ladder_dpi"] == ladder_dpi and summary["tmax_ms"] == tmax_ms
     model = summary["ladder_model"]
