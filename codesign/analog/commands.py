@@ -237,7 +237,8 @@ def analog_eval_command(
         str,
         typer.Option(
             help="native CMRU (eps 1): how ngspice simulates the ladders, reference or fast (the same "
-            "circuit; trapezoidal integration, device bypass, 1 ms drive ramps: fewer Newton iterations)"
+            "circuit; trapezoidal integration, device bypass, 1 ms drive ramps: fewer Newton iterations, but "
+            "near ties can resolve differently: 1 of 3 JapaneseVowels sequences did)"
         ),
     ] = "reference",
     ladder_trim_pa: Annotated[

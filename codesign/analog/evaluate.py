@@ -396,7 +396,9 @@ def analog_eval(
     ``ladder_deck``: how ngspice simulates the ladders (:mod:`codesign.analog.ladder_deck`):
     ``reference`` (the deck of every earlier run) or ``fast`` (trapezoidal integration, looser
     truncation and absolute-current tolerances, device bypass, 1 ms drive ramps, only the read
-    vectors saved; the same circuit, fewer Newton iterations).
+    vectors saved; the same circuit in 1.3-1.7x fewer Newton iterations, but not the same counts:
+    it resolved near ties and a clipped candidate's pulse differently on 1 of 3 JapaneseVowels
+    sequences, so it is for quick looks, not for figures compared with the reference).
 
     ``tmax_ms``: ngspice's largest time step in the ladders' transient (1 ms by default; the ladder
     rests between steps, and 5 ms with ``reltol`` 1e-3 gave the same counts about 6x faster).
