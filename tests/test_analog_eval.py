@@ -87,13 +87,18 @@ def _cmru_bundle(tmp_path: Path) -> Path:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("ladder_dpi, tmax_ms", [("p", 1.0), ("n", 5.0)])
-def test_native_cmru_ladders_run_a_trained_layer_like_golden(tmp_path, ladder_dpi, tmax_ms) -> None:
+@pytest.mark.parametrize(
+    "ladder_dpi, tmax_ms, ladder_deck", [("p", 1.0, "reference"), ("n", 5.0, "reference"), ("p", 5.0, "fast")]
+)
+def test_native_cmru_ladders_run_a_trained_layer_like_golden(
+    tmp_path, ladder_dpi, tmax_ms, ladder_deck
+) -> None:
     """eps 1: one ladder per neuron, started at its reset state from the operating point; every
     neuron-step's count of alphas equals the golden state, and the readout is the golden one. Also
     with the kappa-matched dpi_n between the stages and ngspice's time step up to 5 ms (the cheap
-    deck the JapaneseVowels d = 8 run uses); the step-level ladder model fitted on the run is the
-    integer model (no update went missing)."""
+    deck the JapaneseVowels d = 8 run uses), and with the fast deck (trapezoidal, bypass, 1 ms
+    ramps); the step-level ladder model fitted on the run is the integer model (no update went
+    missing). Every deck records ngspice's CPU time and Newton iterations."""
     if shutil.which("ngspice") is None:
         pytest.fail("ngspice is not installed (make setup installs it)")
     from codesign.analog.checks import ladder_ranges
@@ -105,8 +110,15 @@ def test_native_cmru_ladders_run_a_trained_layer_like_golden(tmp_path, ladder_dp
     xq, _ = test_set(bundle)
     assert ladder_ranges(_layer_view(bundle), xq[:1]) == [(3, 4), (1, 7)]
     summary = analog_eval(
-        path, 1, cache=tmp_path / "cache", reltol=1e-3, tmax_ms=tmax_ms, ladder_dpi=ladder_dpi
+        path,
+        1,
+        cache=tmp_path / "cache",
+        reltol=1e-3,
+        tmax_ms=tmax_ms,
+        ladder_dpi=ladder_dpi,
+        ladder_deck=ladder_deck,
     )
+    assert summary["ladder_deck"] == ladder_deck and summary["ngspice_iterations_per_sequence"] > 0
     assert summary["cell"] == "native CMRU ladder (eps 1)" and summary["frame_ms"] == 60.0
     assert summary["ladder_dpi"] == ladder_dpi and summary["tmax_ms"] == tmax_ms
     model = summary["ladder_model"]
@@ -139,7 +151,8 @@ def test_bundles_it_cannot_run_are_refused(tmp_path) -> None:
     with pytest.raises(CodesignError, match="--mc runs BMRU layers"):
         analog_eval(_cmru_bundle(tmp_path), 1, mc=2)
     with pytest.raises(
-        CodesignError, match="--tmax-ms, --ladder-dpi and --ladder-pulse-ms apply to native CMRU"
+        CodesignError,
+        match="--tmax-ms, --ladder-dpi, --ladder-pulse-ms, --ladder-deck and --ladder-trim-pa apply",
     ):
         analog_eval(_bundle(tmp_path / "t"), 1, tmax_ms=5.0)
     with pytest.raises(CodesignError, match="--ladder-dpi must be p or n, not 'x'"):
@@ -237,3 +250,31 @@ def test_worst_root_error_margin_is_the_largest_over_every_root_error(tmp_path) 
     summary = analog_eval(bundle_dir, 2, cache=cache, progress=lambda *a: None)
     assert summary["root_errors"] == 2
     assert summary["worst_root_error_margin_pa"] == 18.0
+
+
+def test_first_shares_out_the_test_set(tmp_path, monkeypatch) -> None:
+    """--first N runs the sequences from N on, with the cache keys a run from 0 gives them."""
+    from codesign.analog import evaluate
+
+    class Seen(Exception):
+        pass
+
+    seen = []
+
+    def gather(bundle_dir, bundle, tasks, cache, *a):
+        seen.append([(n, evaluate._key(bundle, st, n)) for n, st in tasks])
+        raise Seen
+
+    monkeypatch.setattr(evaluate, "_gather", gather)
+    path = _bundle(tmp_path)
+    n_test = len(
+        evaluate.test_set(__import__("codesign.bundle", fromlist=["load_bundle"]).load_bundle(path))[0]
+    )
+    for first, count in ((0, 3), (1, 2)):
+        with pytest.raises(Seen):
+            analog_eval(path, count, cache=tmp_path / "cache", first=first)
+    assert [n for n, _ in seen[1]] == [1, 2] and seen[1] == seen[0][1:]
+    with pytest.raises(CodesignError, match="--first must be between 0 and"):
+        analog_eval(path, 1, first=n_test)
+    with pytest.raises(CodesignError, match="--first must be between 0 and"):
+        analog_eval(path, 1, first=-1)

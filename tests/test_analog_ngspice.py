@@ -153,3 +153,28 @@ def test_models_are_found_and_complete():
     assert "nfet_01v8__ss.pm3.spice" in block and "pfet_01v8__ss.corner.spice" in block
     assert "mc_mm_switch" not in block  # the deck sets it, after the models
     assert len(hashlib.sha256(block.encode()).hexdigest()) == 64
+
+
+def test_solver_stats_are_read_back_with_the_cpu_time():
+    """control_block(stats=True) ends with ``rusage all``; run_deck reads ngspice's counters back
+    (the deterministic work of a deck) and the simulator's CPU time."""
+    deck = (
+        "* rc\nV1 a 0 PULSE(0 1 0 1n 1n 1 2)\nR1 a b 1k\nC1 b 0 1u\n"
+        + control_block([("tran 10u 5m", "tr", ["v(b)"])], stats=True)
+        + ".end\n"
+    )
+    assert "rusage all\nquit 0" in deck
+    res = run_deck(deck, outputs=["tr"], timeout=60, name="rc")
+    st = res.stats
+    assert st["points"] == st["accepted"] + st["rejected"] and st["accepted"] >= res["tr"]["scale"].size - 1
+    assert (
+        st["iterations"] >= st["accepted"] and st["equations"] == 4
+    )  # nodes a, b, the source branch and ground
+    assert res.cpu_s >= 0.0
+    assert run_deck(RC_DECK, outputs=["tr", "op"], timeout=60, name="rc").stats == {}
+
+
+def test_solver_stats_of_a_log_without_a_report_are_empty():
+    assert ngspice.solver_stats("--- stdout\nNo. of Data Rows : 5\n") == {}
+    log = "Transient iterations = 8304\nTransient timepoints = 1594\nRejected timepoints = 90\n"
+    assert ngspice.solver_stats(log) == {"iterations": 8304.0, "points": 1594.0, "rejected": 90.0}

@@ -416,17 +416,25 @@ def deck_header(
     temp: float = 27.0,
     models: str | None = None,
     reltol: float | None = None,
+    options: dict[str, str] | None = None,
 ) -> str:
     """Title, options, device models (``models`` text or :func:`codesign.analog.pdk.model_block`).
 
     ``reltol``: replaces the relative tolerance of :data:`codesign.analog.ngspice.TIGHT_OPTIONS`
-    (1e-4); the absolute ones (pA currents) stay."""
+    (1e-4); the absolute ones (pA currents) stay. ``options``: solver options that replace those of
+    the same name in that line or are added to it (``{"method": "trap", "bypass": "1"}``)."""
     from codesign.analog.ngspice import TIGHT_OPTIONS
     from codesign.analog.pdk import model_block
 
     mc = 1 if mc_seed is not None else 0
-    options = TIGHT_OPTIONS if reltol is None else TIGHT_OPTIONS.replace("reltol=1e-4", f"reltol={reltol:g}")
-    lines = [f"* {title}", ".option scale=1.0u", options, f".option temp={temp:g}"]
+    options_line = (
+        TIGHT_OPTIONS if reltol is None else TIGHT_OPTIONS.replace("reltol=1e-4", f"reltol={reltol:g}")
+    )
+    if options:
+        pairs = dict(item.split("=", 1) for item in options_line.split()[1:])
+        pairs.update(options)
+        options_line = ".option " + " ".join(f"{k}={v}" for k, v in pairs.items())
+    lines = [f"* {title}", ".option scale=1.0u", options_line, f".option temp={temp:g}"]
     if mc_seed is not None:
         lines.append(f".option seed={int(mc_seed)}")
     lines.append(models if models is not None else model_block(corner))

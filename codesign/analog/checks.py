@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +21,7 @@ import numpy as np
 from codesign.analog import cells
 from codesign.analog.cells import DPI_N, VDD, VOUT, DpiParams, fmt
 from codesign.analog.drive import Timing, neuron_drive
+from codesign.analog.ladder_deck import LADDER_DECKS, LadderDeck
 from codesign.analog.mapping import (
     NA,
     AnyBundle,
@@ -126,9 +127,10 @@ def _bench(
     mc_seed: int | None = None,
     extra_lib: str = "",
     reltol: float | None = None,
+    options: dict[str, str] | None = None,
 ) -> str:
     return (
-        cells.deck_header(title, corner=ctx.corner, mc_seed=mc_seed, reltol=reltol)
+        cells.deck_header(title, corner=ctx.corner, mc_seed=mc_seed, reltol=reltol, options=options)
         + cells.cell_library()
         + extra_lib
         + cells.supplies()
@@ -790,6 +792,8 @@ class LadderTraceResult:
     wall_s: float
     n0s: np.ndarray | None = None  # (d,) each neuron's reset state (stages on = golden state 0)
     stage_counts: np.ndarray | None = None  # (d,) each neuron's ladder length
+    cpu_s: float = float("nan")  # ngspice's CPU time
+    stats: dict | None = None  # ngspice's counters (codesign.analog.ngspice.solver_stats)
 
     @property
     def agreement(self) -> float:
@@ -822,6 +826,8 @@ def run_ladder_trace(
     mc_seed: int | None = None,
     init: str = "pulses",
     dpi: cells.DpiParams = cells.DpiParams(),
+    deck: LadderDeck | None = None,
+    trim: tuple[float, float] = (0.0, 0.0),
 ) -> LadderTraceResult:
     """Native CMRU neurons (cmru eps 1) driven by one test sequence; stage counts vs the golden model.
 
@@ -840,7 +846,12 @@ def run_ladder_trace(
     DPIs find their own level), which saves the preamble's simulated time. Either way the count
     read just before the first step is checked (``init_count_ok`` of every row). ``dpi``: the DPI
     between the stages (:data:`codesign.analog.cells.DPI_N`: the kappa-matched one, with its own
-    calibrated window shift, :data:`codesign.analog.mapping.LADDER_SHIFT_GAINS`).
+    calibrated window shift, :data:`codesign.analog.mapping.LADDER_SHIFT_GAINS`). ``deck``: how
+    ngspice simulates it (:mod:`codesign.analog.ladder_deck`: solver options, the drive's ramps,
+    the vectors saved; the reference deck by default). Its ramp replaces ``timing.t_ramp``.
+    ``trim``: ``(up, down)`` (A) by which every step's window narrows during its pulse
+    (:func:`codesign.analog.drive.ladder_drive`); neurons with fixed thresholds are not trimmed.
+    The golden comparison and the margins stay on the untrimmed integers.
     """
     if init not in ("pulses", "nodeset"):
         raise CodesignError(f"ladder init must be pulses or nodeset, not {init!r}")
@@ -849,7 +860,8 @@ def run_ladder_trace(
     from codesign.golden import run_golden
 
     ctx = ctx or Ctx()
-    timing = timing or LadderTiming()
+    deck = deck or LADDER_DECKS["reference"]
+    timing = replace(timing or LadderTiming(), t_ramp=deck.t_ramp)
     bundle = spine(bundle)
     if bundle.net.eps != 1:
         raise CodesignError(f"native CMRU ladders implement cmru eps 1; this bundle has eps {bundle.net.eps}")
@@ -899,7 +911,9 @@ def run_ladder_trace(
             neuron_subckt(nm, bundle_name=bundle.manifest.name, native_stages=n_i, dpi_kind=dpi.kind)
         )
         pulses = int(n0_all[i]) if init == "pulses" else 0
-        dr = ladder_drive(nm, dc[:, i], db[:, i], pulses, timing, pre_pulses=n0, hold=init == "nodeset")
+        dr = ladder_drive(
+            nm, dc[:, i], db[:, i], pulses, timing, pre_pulses=n0, hold=init == "nodeset", trim=trim
+        )
         drives.append(dr)
         n = f"neuron_{i:03d}"
         if nm.fixed_threshold:
@@ -923,16 +937,23 @@ def run_ladder_trace(
     body.append(".nodeset " + " ".join(nodesets))
     stop = timing.stop(steps, n0)
     vecs = [f"i(vo{i})" for i in neurons] + POWER_VECS
-    deck = _bench(
+    if deck.save_read_only:
+        body.append(".save " + " ".join(vecs))
+    text = _bench(
         f"bundle {bundle.manifest.name}: native CMRU, {stages} stages, {steps} steps x {len(neurons)} neurons",
         ctx,
         "\n".join(body) + "\n",
         extra_lib=lib + "\n".join(subckts),
         mc_seed=mc_seed,
         reltol=reltol,
-    ) + control_block([(f"tran {timing.t_max:.6g} {stop:.6g}", "tran", vecs)])
+        options=deck.options,
+    ) + control_block([(f"tran {timing.t_max:.6g} {stop:.6g}", "tran", vecs)], stats=True)
+    if deck.prune_models and mc_seed is None:
+        from codesign.analog.model_prune import prune_deck_models
+
+        text = prune_deck_models(text, ctx.corner)
     res = ctx.run(
-        deck,
+        text,
         name,
         ["tran"],
         tran_stop={"tran": stop},
@@ -999,6 +1020,8 @@ def run_ladder_trace(
         res.wall_s,
         n0_all[neurons],
         st_all[neurons],
+        res.cpu_s,
+        res.stats,
     )
 
 

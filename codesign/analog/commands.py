@@ -233,6 +233,24 @@ def analog_eval_command(
             "beyond a threshold that 4 (the default) misses"
         ),
     ] = 4.0,
+    ladder_deck: Annotated[
+        str,
+        typer.Option(
+            help="native CMRU (eps 1): how ngspice simulates the ladders, reference or fast (the same "
+            "circuit; trapezoidal integration, device bypass, 1 ms drive ramps: fewer Newton iterations, but "
+            "near ties can resolve differently: 1 of 3 JapaneseVowels sequences did)"
+        ),
+    ] = "reference",
+    ladder_trim_pa: Annotated[
+        str,
+        typer.Option(
+            help="native CMRU (eps 1): UP,DOWN pA by which every step's window narrows during its pulse "
+            "(a calibration of the overdrive a stage needs to switch within the pulse)"
+        ),
+    ] = "0,0",
+    first: Annotated[
+        int, typer.Option(help="index of the first test sequence run (runs can share out the test set)")
+    ] = 0,
 ) -> None:
     """Run a trained bundle's test sequences through the layer netlist in ngspice, readout digital; accuracy, state agreement and energy beside the golden model."""
     from rich.progress import Progress
@@ -272,6 +290,9 @@ def analog_eval_command(
             ladder_init=ladder_init,
             ladder_dpi=ladder_dpi,
             ladder_pulse_ms=ladder_pulse_ms,
+            ladder_deck=ladder_deck,
+            first=first,
+            ladder_trim_pa=_trim(ladder_trim_pa),
         )
     typer.echo(
         f"{summary['bundle']} ({summary['sequences']} sequences, {corner}): analog accuracy "
@@ -298,6 +319,14 @@ def analog_eval_command(
             )
     if json_path is not None:
         write_text(json_path, json.dumps(summary, indent=2) + "\n")
+
+
+def _trim(text: str) -> tuple[float, float]:
+    try:
+        up, down = (float(v) for v in text.split(","))
+    except ValueError:
+        raise CodesignError(f"--ladder-trim-pa must be UP,DOWN in pA (e.g. 2,4), not {text!r}") from None
+    return up, down
 
 
 def register(app: typer.Typer, wrap: Callable = lambda fn: fn) -> None:

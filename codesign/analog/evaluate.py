@@ -203,6 +203,7 @@ def _run_ladder_sequence(view: Bundle, xq: np.ndarray, n: int, settings: dict, c
     """
     from codesign.analog.checks import ladder_ranges
     from codesign.analog.drive import LadderTiming
+    from codesign.analog.ladder_deck import LADDER_DECKS
     from codesign.analog.mapping import map_bundle
 
     maps = map_bundle(view, xq, normalise=settings.get("scale", "neuron") == "step")
@@ -217,10 +218,11 @@ def _run_ladder_sequence(view: Bundle, xq: np.ndarray, n: int, settings: dict, c
         t_step=settings["frame_ms"] * 1e-3,
         t_max=settings.get("tmax_ms", 1.0) * 1e-3,
         t_c=settings.get("ladder_pulse_ms", 4.0) * 1e-3,
+        t_ramp=LADDER_DECKS[settings.get("ladder_deck", "reference")].t_ramp,
     )
     h_a = np.zeros((x.shape[1], d), dtype=np.int64)
     h_g = np.zeros_like(h_a)
-    rows, wall, energy = [], 0.0, {}
+    rows, wall, cpu, energy, solver = [], 0.0, 0.0, {}, {}
     for g0 in range(0, d, group):
         neurons = list(range(g0, min(g0 + group, d)))
         deck_path = cache / "decks" / f"{key}_n{g0:03d}.json"
@@ -236,6 +238,10 @@ def _run_ladder_sequence(view: Bundle, xq: np.ndarray, n: int, settings: dict, c
         h_g[:, neurons] = np.asarray(part["h_golden"])
         rows += part["rows"]
         wall += part["wall_s"]
+        cpu += part.get("cpu_s", float("nan"))
+        for k in ("iterations", "points", "rejected"):
+            if k in part.get("ngspice", {}):
+                solver[k] = solver.get(k, 0) + int(part["ngspice"][k])
         for k, v in part["power_nW"].items():  # power of this deck's neurons: the layer's is the sum
             energy[k] = energy.get(k, 0.0) + v
     roots = [
@@ -260,6 +266,8 @@ def _run_ladder_sequence(view: Bundle, xq: np.ndarray, n: int, settings: dict, c
         "init_ok": all(r["init_count_ok"] for r in rows),
         "t_step_s": timing.t_step,
         "wall_s": wall,
+        "cpu_s": cpu,
+        "ngspice": solver,
     }
     if syn:
         record["power_nW"]["synapses_nW"] = syn.pop("power_nW")
@@ -270,6 +278,7 @@ def _ladder_deck(view, x, settings, maps, neurons, ranges, drive, timing, name) 
     """One ngspice deck of ladders: the analog and golden counts (state units), rows and power."""
     from codesign.analog.cells import DPI_N, DpiParams
     from codesign.analog.checks import Ctx, run_ladder_trace
+    from codesign.analog.ladder_deck import LADDER_DECKS
 
     tr = run_ladder_trace(
         view,
@@ -285,12 +294,16 @@ def _ladder_deck(view, x, settings, maps, neurons, ranges, drive, timing, name) 
         mc_seed=settings.get("mc_seed"),
         init=settings["ladder_init"],
         dpi=DPI_N if settings.get("ladder_dpi", "p") == "n" else DpiParams(),
+        deck=LADDER_DECKS[settings.get("ladder_deck", "reference")],
+        trim=tuple(v * 1e-12 for v in settings.get("ladder_trim_pa", (0.0, 0.0))),
     )
     return {
         "h_analog": tr.h_analog.tolist(),
         "h_golden": tr.h_golden.tolist(),
         "rows": tr.rows,
         "wall_s": tr.wall_s,
+        "cpu_s": tr.cpu_s,
+        "ngspice": tr.stats or {},
         "power_nW": tr.power,
     }
 
@@ -346,6 +359,9 @@ def analog_eval(
     ladder_init: str = "nodeset",
     ladder_dpi: str = "p",
     ladder_pulse_ms: float = 4.0,
+    ladder_deck: str = "reference",
+    first: int = 0,
+    ladder_trim_pa: tuple[float, float] = (0.0, 0.0),
 ) -> dict:
     """Run ``sequences`` test sequences of a trained BMRU or native CMRU bundle in ngspice; the summary dict.
 
@@ -369,6 +385,20 @@ def analog_eval(
     in ``C dV / overdrive``, about 4.6 ms for a reset 5 pA beyond its threshold, so a 4 ms pulse
     misses updates within a few pA; 8 ms resolved the JapaneseVowels misses at 2.4 and 4.7 pA and
     still adds exactly one alpha per update (the next stage follows only after ~13 ms).
+
+    ``ladder_trim_pa``: ``(up, down)`` pA by which every step's window narrows during its pulse
+    (:func:`codesign.analog.drive.ladder_drive`: a calibration of the overdrive a stage needs to
+    switch within the pulse).
+
+    ``first``: the index of the first test sequence run (``sequences`` from there on), so that
+    runs can share out the test set; their caches are shared (a sequence's key does not depend on it).
+
+    ``ladder_deck``: how ngspice simulates the ladders (:mod:`codesign.analog.ladder_deck`):
+    ``reference`` (the deck of every earlier run) or ``fast`` (trapezoidal integration, looser
+    truncation and absolute-current tolerances, device bypass, 1 ms drive ramps, only the read
+    vectors saved; the same circuit in 1.3-1.7x fewer Newton iterations, but not the same counts:
+    it resolved near ties and a clipped candidate's pulse differently on 1 of 3 JapaneseVowels
+    sequences, so it is for quick looks, not for figures compared with the reference).
 
     ``tmax_ms``: ngspice's largest time step in the ladders' transient (1 ms by default; the ladder
     rests between steps, and 5 ms with ``reltol`` 1e-3 gave the same counts about 6x faster).
@@ -416,7 +446,11 @@ def analog_eval(
     if not 3.0 <= frame_ms <= 1000.0:
         raise CodesignError(f"--frame-ms must be between 3 and 1000 ms, not {frame_ms:g}")
     xq, y = test_set(bundle)
-    count = min(sequences, len(xq))
+    if not 0 <= first < len(xq):
+        raise CodesignError(
+            f"--first must be between 0 and {len(xq) - 1} (the test set's last sequence), not {first}"
+        )
+    count = min(sequences, len(xq) - first)
     cache = Path(cache) if cache is not None else bundle_dir.parent / f"{bundle_dir.name}_analog_eval"
     cache.mkdir(parents=True, exist_ok=True)
     settings = {"corner": corner, "start": start if eps == 0 else "ladder", "frame_ms": float(frame_ms)}
@@ -448,9 +482,31 @@ def analog_eval(
             settings["ladder_dpi"] = ladder_dpi
         if tmax_ms != 1.0:  # the older caches keep their keys
             settings["tmax_ms"] = float(tmax_ms)
-    elif tmax_ms != 1.0 or ladder_dpi != "p" or ladder_pulse_ms != 4.0:
+        from codesign.analog.ladder_deck import LADDER_DECKS
+
+        if ladder_deck not in LADDER_DECKS:
+            raise CodesignError(
+                f"--ladder-deck must be one of {', '.join(LADDER_DECKS)}, not {ladder_deck!r}"
+            )
+        if ladder_deck != "reference":  # the older caches keep their keys
+            settings["ladder_deck"] = ladder_deck
+        trim = tuple(float(v) for v in ladder_trim_pa)
+        if len(trim) != 2 or not all(0.0 <= v <= 50.0 for v in trim):
+            raise CodesignError(
+                f"--ladder-trim-pa must be two currents UP,DOWN in 0..50 pA, not {ladder_trim_pa}"
+            )
+        if trim != (0.0, 0.0):  # the older caches keep their keys
+            settings["ladder_trim_pa"] = list(trim)
+    elif (
+        tmax_ms != 1.0
+        or ladder_dpi != "p"
+        or ladder_pulse_ms != 4.0
+        or ladder_deck != "reference"
+        or tuple(ladder_trim_pa) != (0.0, 0.0)
+    ):
         raise CodesignError(
-            "--tmax-ms, --ladder-dpi and --ladder-pulse-ms apply to native CMRU ladders (cmru eps 1) only"
+            "--tmax-ms, --ladder-dpi, --ladder-pulse-ms, --ladder-deck and --ladder-trim-pa apply to native CMRU ladders "
+            "(cmru eps 1) only"
         )
     # the pre-scale-option cache keys stay valid for the defaults they were made with
     if scale != "neuron":
@@ -464,14 +520,14 @@ def analog_eval(
         settings["synapse_ix_fa"] = float(synapse_ix_fa)
         if synapse_trim != "none":  # untrimmed runs keep their earlier cache keys
             settings["synapse_trim"] = synapse_trim
-    tasks = [(n, settings) for n in range(count)]
+    tasks = [(n, settings) for n in range(first, first + count)]
     spice_mc = [
         (n, settings | {"mc_seed": seed}) for seed in range(1, mc_spice + 1) for n in range(mc_sequences)
     ]
     records = _gather(str(bundle_dir), bundle, tasks + spice_mc, cache, scheduler, workers, progress)
-    summary = _summarize(
-        bundle, xq[:count], y[:count], records[:count], run_golden(bundle, xq[:count]), settings
-    )
+    run = slice(first, first + count)
+    summary = _summarize(bundle, xq[run], y[run], records[:count], run_golden(bundle, xq[run]), settings)
+    summary["first_sequence"] = first
     if eps == 1:
         from codesign.analog.ladder_model import ladder_model_summary
 
@@ -618,6 +674,17 @@ def _summarize(bundle: Bundle, xq, y, records: list[dict], gold, settings: dict)
         out["tmax_ms"] = settings.get("tmax_ms", 1.0)
         out["ladder_dpi"] = settings.get("ladder_dpi", "p")
         out["ladder_pulse_ms"] = settings.get("ladder_pulse_ms", 4.0)
+        out["ladder_deck"] = settings.get("ladder_deck", "reference")
+        out["ladder_trim_pa"] = settings.get("ladder_trim_pa", [0.0, 0.0])
+        cpu = [r["cpu_s"] for r in records if "cpu_s" in r]
+        out["ngspice_cpu_s_per_sequence"] = float(np.mean(cpu)) if cpu else None
+        iters = [r["ngspice"]["iterations"] for r in records if r.get("ngspice", {}).get("iterations")]
+        out["ngspice_iterations_per_sequence"] = float(np.mean(iters)) if iters else None
+        out["ngspice_note"] = (
+            "seconds_per_sequence is wall time (mostly the machine's other jobs on a shared host); "
+            "cpu and Newton iterations (each evaluates every device) are measured on the sequences "
+            "run since they were recorded"
+        )
         out["ladder_stages_mean"] = float(np.mean([sum(r["ladder_stages"]) for r in records]))
         out["ladder_stages_note"] = (
             "every neuron's ladder spans the golden count's range over its sequence plus ladder_spare "

@@ -115,8 +115,8 @@ def fit_offsets(
 
 
 def ladder_model_summary(bundle, xq: np.ndarray, y: np.ndarray, records: list[dict], normalise: bool) -> dict:
-    """The model fitted on the ngspice ladder ``records`` (the first ``len(records)`` sequences of
-    ``xq``), checked against them (in sample, and fitted on the even sequences, checked on the odd
+    """The model fitted on the ngspice ladder ``records`` (the sequences of ``xq`` they name),
+    checked against them (in sample, and fitted on the even sequences, checked on the odd
     ones), then run on the whole test set ``xq, y`` with the bundle's digital readout."""
     from codesign.analog.evaluate import _layer_view, analog_readout
     from codesign.analog.mapping import map_bundle
@@ -126,13 +126,14 @@ def ladder_model_summary(bundle, xq: np.ndarray, y: np.ndarray, records: list[di
     maps = map_bundle(view, xq, normalise=normalise)
     alpha = bundle.weights["layers.0.alpha"].astype(np.int64)
     n = len(records)
+    seqs = np.array([int(r["sequence"]) for r in records])
     h_sp = np.stack([np.asarray(r["h_analog"], dtype=np.int64) for r in records])
 
     def classes(counts: np.ndarray) -> np.ndarray:
         return np.array([analog_readout(bundle, alpha[None, :] * h)[1] for h in counts])
 
     def check(off: LadderOffsets, idx: np.ndarray) -> dict:
-        model = model_counts(view, maps, xq[idx], off)
+        model = model_counts(view, maps, xq[seqs[idx]], off)
         return {
             "sequences": int(len(idx)),
             "count_agreement_with_spice": float((model == h_sp[idx]).mean()),
@@ -142,7 +143,7 @@ def ladder_model_summary(bundle, xq: np.ndarray, y: np.ndarray, records: list[di
             ),
         }
 
-    off, fit = fit_offsets(view, maps, xq[:n], h_sp)
+    off, fit = fit_offsets(view, maps, xq[seqs], h_sp)
     even, odd = np.arange(0, n, 2), np.arange(1, n, 2)
     out: dict = {
         "offsets_pa": {"delta_up": off.delta_up_pa, "delta_down": off.delta_down_pa},
@@ -151,7 +152,7 @@ def ladder_model_summary(bundle, xq: np.ndarray, y: np.ndarray, records: list[di
         "integer_model_in_sample": check(LadderOffsets(), np.arange(n)),
     }
     if len(odd):
-        off_even, _ = fit_offsets(view, maps, xq[even], h_sp[even])
+        off_even, _ = fit_offsets(view, maps, xq[seqs[even]], h_sp[even])
         out["held_out"] = {
             "fitted_on": "even sequences",
             "offsets_pa": {"delta_up": off_even.delta_up_pa, "delta_down": off_even.delta_down_pa},

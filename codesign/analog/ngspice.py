@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import re
+import resource
 import shutil
 import subprocess
 import tempfile
@@ -76,6 +77,12 @@ class SimResult:
     wall_s: float
     deck: str = ""
     notes: list[str] = field(default_factory=list)
+    cpu_s: float = float("nan")
+    """CPU time of the ngspice process (user + system). On a shared machine the wall time mostly
+    measures the other jobs; this measures the deck (though a busy host still inflates it)."""
+    stats: dict[str, float] = field(default_factory=dict)
+    """ngspice's own counters when the deck's control block ran ``rusage all``
+    (:func:`control_block` with ``stats=True``; :func:`solver_stats`)."""
 
     def __getitem__(self, name: str) -> dict[str, np.ndarray]:
         return self.tables[name]
@@ -135,6 +142,30 @@ def read_wrdata(path: Path) -> dict[str, np.ndarray]:
     return out
 
 
+_STATS = {
+    "points": "Transient timepoints",
+    "accepted": "Accepted timepoints",
+    "rejected": "Rejected timepoints",
+    "iterations": "Transient iterations",
+    "equations": "Circuit Equations",
+    "load_s": "Transient load time",
+    "analysis_s": "Total analysis time",
+}
+
+
+def solver_stats(log: str) -> dict[str, float]:
+    """The transient's counters from ngspice's ``rusage all`` report in ``log`` (empty without one).
+
+    ``iterations`` (Newton iterations, each one evaluates every device) times the device count is
+    the work of a deck; unlike its seconds it does not depend on what else the machine runs."""
+    out = {}
+    for key, label in _STATS.items():
+        m = re.search(rf"^\s*{label}\s*=\s*([-+0-9.eE]+)", log, re.MULTILINE)
+        if m:
+            out[key] = float(m.group(1))
+    return out
+
+
 def _errors_in(log: str) -> list[str]:
     return [ln.strip() for ln in log.splitlines() if any(p.search(ln) for p in _ERROR_PATTERNS)]
 
@@ -156,6 +187,7 @@ def run_deck(
     """
     exe = find_ngspice()
     t0 = time.monotonic()
+    cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     with tempfile.TemporaryDirectory(prefix="codesign-ngspice-") as tmp:
         work = Path(tmp)
         (work / f"{name}.cir").write_text(deck)
@@ -177,6 +209,8 @@ def run_deck(
             ) from None
         log = f"--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}"
         wall = time.monotonic() - t0
+        cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
         if keep_dir is not None:
             keep_dir.mkdir(parents=True, exist_ok=True)
             (keep_dir / f"{name}.cir").write_text(deck)
@@ -205,14 +239,19 @@ def run_deck(
             for ln in proc.stderr.splitlines()
             if ln.strip().lower().startswith(("note", "warning"))
         ]
-    return SimResult(tables, log, wall, deck, notes)
+    return SimResult(tables, log, wall, deck, notes, cpu, solver_stats(proc.stdout))
 
 
-def control_block(analyses: list[tuple[str, str, list[str]]], extra: list[str] | None = None) -> str:
-    """A ``.control`` block running ``(analysis command, output name, vectors)`` in order, then ``quit 0``."""
+def control_block(
+    analyses: list[tuple[str, str, list[str]]], extra: list[str] | None = None, *, stats: bool = False
+) -> str:
+    """A ``.control`` block running ``(analysis command, output name, vectors)`` in order, then ``quit 0``.
+
+    ``stats``: end with ``rusage all`` (time points, rejected steps, Newton iterations: read back by
+    :func:`solver_stats` into :attr:`SimResult.stats`)."""
     lines = [".control", "set wr_singlescale", "set wr_vecnames", "option numdgt=12"]
     lines += extra or []
     for cmd, out, vecs in analyses:
         lines += [cmd, f"wrdata {out}.dat " + " ".join(vecs)]
-    lines += ["quit 0", ".endc"]
+    lines += (["rusage all"] if stats else []) + ["quit 0", ".endc"]
     return "\n".join(lines) + "\n"
