@@ -58,10 +58,12 @@ def drain_cycles(e: EnginePlan) -> int:
     last part, so this is conservative for it: a folded state or pooled sum (``--narrow``), whose
     slice ``q`` is read on pass ``q`` of the last slot (``q`` parts or more after the first part)
     and written ``q`` cycles after C4, keeps the same distance. One update unit shared by the
-    lanes (``EnginePlan.update_gap``) writes the state ``gap`` cycles later, and each group is
-    followed by ``gap`` idle issue cycles."""
+    lanes (``EnginePlan.update_gap``) writes the state ``gap`` cycles later (and its pooled sums
+    ``EnginePlan.shared_stages`` later still), and each group is followed by ``gap`` idle issue
+    cycles."""
     gap = e.update_gap
-    state = 3 + e.update_latency - 1 + gap  # C4 writes the state (and pooled sum), C2a reads it
+    # C4 writes the state (and pooled sum), C2a reads it; a shared unit's stages put C4 later
+    state = 3 + e.update_latency - 1 + gap + e.shared_stages
     accumulators = 4 if "acc" in e.memories else 0  # C3 writes the kept sums, C1 reads them
     covered = 1 if e.period else 1 + (e.groups - 1) * (e.passes + gap)
     return max(0, max(state, accumulators) - covered)

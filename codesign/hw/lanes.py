@@ -191,9 +191,17 @@ class LaneArray(wiring.Component):
             for j in range(u):
                 q = lane * u + j
                 parts, kept = self._parts(lane, j)
-                weight = Signal.like(self.weights[0], name=f"weight_{q}")
+                # a hard multiplier's operand and product registers have no reset, so synthesis
+                # can take them into the DSP block's own registers (the iCE40's SB_MAC16 has no
+                # synchronous reset); they are read only behind ``valid``, which is reset
+                hard = self.digits == 1 and q < self.hard
+                weight = Signal.like(self.weights[0], name=f"weight_{q}", reset_less=hard)
                 wide = int(self.digits > 1)  # a piece of a product is one bit wider (serial_multiply)
-                product = Signal(signed(len(self.weights[0]) + len(self.value) + wide), name=f"product_{q}")
+                product = Signal(
+                    signed(len(self.weights[0]) + len(self.value) + wide),
+                    name=f"product_{q}",
+                    reset_less=hard,
+                )
                 seed = Signal.like(self.seeds[0], name=f"seed_{q}")
                 if self.digits > 1:
                     multiply = serial_multiply(weight, value, part[1] % self.digits, self.digits)
