@@ -435,7 +435,8 @@ def _collision_watch(monkeypatch) -> tuple[list, list, object]:
 @pytest.mark.parametrize(
     ("name", "lanes", "weights", "share_updates"),
     [
-        ("japanese_vowels_cmru2", 4, "frozen", "on"),  # state read per turn (round the slices), pooled
+        ("japanese_vowels_cmru2", 4, "frozen", "on"),  # state read per turn, pooled sums
+        ("japanese_vowels_cmru2", 8, "frozen", "on"),  # ... its lanes round the slices
         ("japanese_vowels_cmru2", 2, "frozen", "off"),  # a unit per lane: held words
         ("japanese_vowels_mingru", 3, "frozen", "on"),  # a three-stage unit, unfolded state: held
         ("flip_flop_bgmingru_dcls", 2, "runtime", "on"),  # DCLS front ends (their memories unmarked)
@@ -450,8 +451,8 @@ def test_up5k_memories_marked_collision_free_never_collide(
     of JapaneseVowels at P = 4). That holds only if no read ever meets a write of its word: here
     every such memory is watched over a run that matches the golden model. A state read one lane
     per turn is laid out so that no lane's read meets another's write (``front.state_interleaved``);
-    round the slices, lane ``j``'s read met lane ``j - 2``'s write in JapaneseVowels at P = 4 (the
-    mutant below)."""
+    in consecutive lanes per word, lane ``j``'s read meets lane ``j - 3``'s write in JapaneseVowels
+    at P = 8 (the mutant below)."""
     from codesign.hw import front
 
     bundle = load_bundle(BUNDLES / name)
@@ -471,14 +472,16 @@ def test_up5k_memories_marked_collision_free_never_collide(
     got = simulate(bundle, xs, share_updates=share_updates, narrow="auto", monitors=[monitor], **options)
     assert collisions == []
     assert_matches_golden(bundle, xs, share_updates=share_updates, narrow="auto", **options)
-    if (name, lanes) == ("japanese_vowels_cmru2", 4):
+    if name == "japanese_vowels_cmru2" and share_updates == "on":
         state = [e.memories["state"] for e in plan.layers]
-        assert all(m.fold == 2 for m in state)
-        # lane j's read (C2b + j) meets lane j - 2's write (C3 + j - 2 + 1): two lanes per word
-        assert [front.state_interleaved(e, m) for e, m in zip(plan.layers, state, strict=True)] == [False] * 2
         assert all("state" in front.lane_reads(plan, e) for e in plan.layers)
-        # the mutant: the lanes round the slices, lane j's word is lane j - 2's
-        monkeypatch.setattr(front, "state_interleaved", lambda e, mem: True)
+        # lane j's read (C2b + j) meets lane j - 3's write (C3 + j - 3 + 2): at P = 4 two lanes
+        # per word keep them apart, at P = 8 (four per word) the lanes go round the slices
+        layouts = [front.state_interleaved(e, m) for e, m in zip(plan.layers, state, strict=True)]
+        assert layouts == [lanes == 8] * 2, (layouts, [m.fold for m in state])
+    if (name, lanes) == ("japanese_vowels_cmru2", 8):
+        # the mutant: consecutive lanes per word, lane j's word is lane j - 3's
+        monkeypatch.setattr(front, "state_interleaved", lambda e, mem: False)
         collisions.clear()
         memories.clear()
         mutant = simulate(

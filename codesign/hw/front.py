@@ -98,10 +98,10 @@ def state_interleaved(e: EnginePlan, mem: MemoryPlan) -> bool | None:
     read falls on the physical word another lane is written to in that cycle: consecutive lanes
     per word (``False``) or round the slices (``True``); ``None`` when both collide (the state
     then keeps its held word). Lane ``j`` is read in C2b + ``j``, lane ``i`` written in C3 + ``i``
-    + ``update_latency`` (its turn, the unit's input register, its stages): they meet when ``j =
-    i + update_latency + 1``. A block RAM's read of a word written in the same cycle is
+    + ``update_latency + 1`` (its turn, the unit's input register, its stages, the tail cycle
+    of ``LayerEngine._shared_update``): they meet when ``j = i + update_latency + 2``. A block RAM's read of a word written in the same cycle is
     undefined on the UP5K (yosys would make it read-first, ``MemoryPlan.no_collisions``)."""
-    d = e.update_latency + 1
+    d = e.update_latency + 2
     fields = len(e.state_fields)
     for interleaved in (False, True):
         slots = [lane_slot(e, mem, fields, lane, interleaved)[0] for lane in range(e.lanes)]

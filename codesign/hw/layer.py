@@ -212,17 +212,9 @@ class LayerEngine(wiring.Component):
                 m.d.sync += open_held.eq(s3.open)
             closed = delay(m, ~Mux(turn == 0, s3.open, open_held).bit_select(turn, 1), lag, "closed")
         results = self._lane_results(m, "shared", unit_regs, closed, pooled=False)
-        if state_by_lane(self.plan, e):  # the state goes to its memory in the unit's cycle
-            group_held = Signal.like(s3.group, name="group_held")
-            with m.If(finalize):
-                m.d.sync += group_held.eq(s3.group)
-            group = delay(m, Mux(turn == 0, s3.group, group_held), lag, "update_group")
-            write = front.state_lane_write
-            m.d.comb += [write.addr.eq(group), write.lane.eq(done_lane), write.en.eq(done)]
-            m.d.comb += [write.data[k].eq(results["kept"][f]) for k, f in enumerate(e.state_fields)]
-            del results["kept"]
-        # one cycle after the unit, from its registered results: the pooled sum (one saturating
-        # adder, not P) and the change event (one subtractor), what C4 needs of the lane
+        # one cycle after the unit, from its registered results: the state written to its memory
+        # (on the UP5K), the pooled sum (one saturating adder, not P) and the change event (one
+        # subtractor): what C4 needs of the lane
         tail = {}
         for key, value in results.items():
             if key == "kept":
@@ -230,6 +222,15 @@ class LayerEngine(wiring.Component):
             else:
                 tail[key] = delay(m, value, 1, f"{key}_unit")
         done, done_lane = delay(m, done, 1, "update_done"), delay(m, done_lane, 1, "update_lane")
+        if state_by_lane(self.plan, e):  # the state goes to its memory in the lane's tail cycle
+            group_held = Signal.like(s3.group, name="group_held")
+            with m.If(finalize):
+                m.d.sync += group_held.eq(s3.group)
+            group = delay(m, Mux(turn == 0, s3.group, group_held), lag + 1, "update_group")
+            write = front.state_lane_write
+            m.d.comb += [write.addr.eq(group), write.lane.eq(done_lane), write.en.eq(done)]
+            m.d.comb += [write.data[k].eq(tail["kept"][f]) for k, f in enumerate(e.state_fields)]
+            del tail["kept"]
         if old_pool is not None:
             pooled, pool_clipped = self._pool(m, "shared", old_pool + tail["out"])
             tail["pooled"] = pooled
