@@ -22,7 +22,7 @@ from amaranth.lib.wiring import In, Out
 from codesign.hw.arrays import ArrayMemory, MergedMemory
 from codesign.hw.config import ConfigSignature, drive_config_write
 from codesign.hw.counters import CounterBank, count_memory
-from codesign.hw.issue import IssueStage, SlotLayout
+from codesign.hw.issue import IssueStage, SlotLayout, value_held
 from codesign.hw.lanes import LaneArray
 from codesign.hw.plan import SLICED_KEYS, AcceleratorPlan, EnginePlan, MemoryPlan, index_bits
 from codesign.hw.signature import ItemLayout
@@ -97,11 +97,11 @@ def state_interleaved(e: EnginePlan, mem: MemoryPlan) -> bool | None:
     """The layout of a state read one lane per turn (:func:`lane_slot`) under which no lane's
     read falls on the physical word another lane is written to in that cycle: consecutive lanes
     per word (``False``) or round the slices (``True``); ``None`` when both collide (the state
-    then keeps its held word). Lane ``j`` is read in C2b + ``j``, lane ``i`` written in C3 + ``i``
+    then keeps its held word). Lane ``j`` is read in C3 + ``j``, lane ``i`` written in C3 + ``i``
     + ``update_latency + 1`` (its turn, the unit's input register, its stages, the tail cycle
-    of ``LayerEngine._shared_update``): they meet when ``j = i + update_latency + 2``. A block RAM's read of a word written in the same cycle is
+    of ``LayerEngine._shared_update``): they meet when ``j = i + update_latency + 1``. A block RAM's read of a word written in the same cycle is
     undefined on the UP5K (yosys would make it read-first, ``MemoryPlan.no_collisions``)."""
-    d = e.update_latency + 2
+    d = e.update_latency + 1
     fields = len(e.state_fields)
     for interleaved in (False, True):
         slots = [lane_slot(e, mem, fields, lane, interleaved)[0] for lane in range(e.lanes)]
@@ -194,7 +194,7 @@ class MacFront(wiring.Component):
         s2a = Signal(SlotLayout(self.engine), name="slot_c2a")
         m.d.sync += s2a.eq(s2)
         use_acc = self._seeds(m, s2a if self.late_seeds else s2, ports)
-        self._mac(m, s2, use_acc, ports)
+        self._mac(m, slot, s2, use_acc, ports)
         self._read_for_update(m, s2a, ports)
         return m
 
@@ -428,8 +428,9 @@ class MacFront(wiring.Component):
         return use_acc2a
 
     # ------------------------------------------------------------ C2 MAC
-    def _mac(self, m: Module, s2, use_acc, ports) -> None:
-        """The lane array: operands in C2, products in C2a, sums in C2b (``acc`` at C3)."""
+    def _mac(self, m: Module, slot, s2, use_acc, ports) -> None:
+        """The lane array: operands in C2, products in C2a, sums in C2b (``acc`` at C3); ``slot`` is
+        the slot at C1, ``s2`` at C2."""
         e = self.engine
         p, n_mat, groups = e.lanes, len(e.matrices), e.groups
         w_rd, b_rd = ports["weights"][0], ports["bias"][0]
@@ -446,11 +447,14 @@ class MacFront(wiring.Component):
             digit_passes=e.digit_passes,
             folded=e.memories["weights"].fold > 1,
             seed_register=not self.late_seeds,
+            value_held=value_held(e),
         )
+        # the slot's value at C2: its own, or (value_held) its next part's at C1, the same
+        value = slot.value if value_held(e) else s2.value
         m.d.comb += [
             lanes.valid.eq(s2.valid),
             lanes.first.eq(s2.first),
-            lanes.value.eq(s2.value),
+            lanes.value.eq(value),
             # a biases-only slot does not read the weights: multiply 0 by 0, not by whatever the
             # read register holds (never loaded after power-up: X in a 4-state simulator)
             lanes.weights.eq(Mux(s2.empty, 0, w_rd.data.as_value())),
@@ -471,7 +475,7 @@ class MacFront(wiring.Component):
         valid_lanes = Mux(s2.group == groups - 1, last_lanes, p) if last_lanes != p else p
         if e.period and e.mode == "scratch":  # a closed neuron's sum is not needed (padding: closed)
             valid_lanes = sum(s2.open[lane] for lane in range(p))
-        with m.If(s2.valid & ~s2.empty & (s2.value != 0) & self._first_part(s2)):
+        with m.If(s2.valid & ~s2.empty & (value != 0) & self._first_part(s2)):
             self.counters.count(m, f"{e.name}_macs", valid_lanes * n_mat)
 
     # ------------------------------------------------------------ C2a/C2b reads for C3
@@ -509,33 +513,33 @@ class MacFront(wiring.Component):
         s2b = Signal(SlotLayout(self.engine), name="slot_c2b")
         m.d.sync += [s2b.eq(s2a), self.slot.eq(s2b)]
         if by_turn:
-            self._read_by_turn(m, s2b, ports, by_turn)
+            self._read_by_turn(m, self.slot, ports, by_turn)
 
-    def _read_by_turn(self, m: Module, s2b, ports, keys: tuple[str, ...]) -> None:
+    def _read_by_turn(self, m: Module, s3, ports, keys: tuple[str, ...]) -> None:
         """Read lane ``l``'s fields of the state and pooled sum (:func:`lane_reads`) in cycle
-        C2b + ``l`` of a group's last slot, so they are on the read port's data in the update
-        unit's turn for lane ``l`` (C3 + ``l``; the unit's ``turn`` counts the same cycles). Lane
-        ``l`` is at elements ``place x fields ..`` of physical word ``F x group + slice``
-        (:func:`lane_slot`, as :meth:`_lane_write` writes the state). The state's lanes go round
-        the slices, so this read never falls on the word written in its cycle (the write of lane
-        ``l - update_latency``, :func:`lane_reads`): the plan marks the memory collision-free
-        (``MemoryPlan.no_collisions``) and the block RAM need not order a read and a write of one
-        word. The pooled sums are written at C4, after the group's last read."""
+        C3 + ``l`` of a group's last slot, the update unit's turn for lane ``l``, so they are on
+        the read port's data in the next cycle, when the unit works on the lane's registered
+        sums: the block RAM's read register is the unit's input register for them. Lane ``l`` is
+        at elements ``place x fields ..`` of physical word ``F x group + slice`` (:func:`lane_slot`,
+        as :meth:`_lane_write` writes the state), laid out so that this read never falls on the
+        word written in its cycle (:func:`state_interleaved`): the plan marks the memory
+        collision-free (``MemoryPlan.no_collisions``) and the block RAM need not order a read and
+        a write of one word. The pooled sums are written at C4, after the group's last read."""
         e = self.engine
         p = e.lanes
         rd_turn = Signal(range(p), name="read_turn")
-        rd_group = Signal.like(s2b.group, name="read_group")
+        rd_group = Signal.like(s3.group, name="read_group")
         lane = Signal(range(p), name="read_lane")
-        group = Signal.like(s2b.group, name="read_lane_group")
+        group = Signal.like(s3.group, name="read_lane_group")
         reading = Signal(name="reading_lane")
         m.d.comb += [
             lane.eq(Mux(rd_turn != 0, rd_turn, 0)),
-            group.eq(Mux(rd_turn != 0, rd_group, s2b.group)),
-            reading.eq((s2b.valid & s2b.last) | (rd_turn != 0)),
+            group.eq(Mux(rd_turn != 0, rd_group, s3.group)),
+            reading.eq((s3.valid & s3.last) | (rd_turn != 0)),
         ]
         if p > 1:
-            with m.If(s2b.valid & s2b.last):
-                m.d.sync += [rd_turn.eq(1), rd_group.eq(s2b.group)]
+            with m.If(s3.valid & s3.last):
+                m.d.sync += [rd_turn.eq(1), rd_group.eq(s3.group)]
             with m.Elif(rd_turn != 0):
                 m.d.sync += rd_turn.eq(Mux(rd_turn == p - 1, 0, rd_turn + 1))
         fields = {"state": len(e.state_fields), "pool": 1}

@@ -33,7 +33,7 @@ from codesign.hw.counters import CounterBank, count_memory
 from codesign.hw.plan import AcceleratorPlan, EnginePlan, index_bits
 from codesign.hw.signature import ItemLayout
 
-__all__ = ["DRAIN", "IssueStage", "SlotLayout", "drain_cycles"]
+__all__ = ["DRAIN", "IssueStage", "SlotLayout", "drain_cycles", "value_held"]
 
 DRAIN = max(3, 1 + max(kind.update_stages for kind in CELLS.values()))
 """The longest pause between steps: one group, with kept accumulators or the deepest update unit.
@@ -45,6 +45,16 @@ the next step's first, the stage spends ``drain + 2`` cycles; between the two sl
 lie ``groups - 1`` other slots besides. The reads see the writes (the memories' read ports are not
 transparent) when ``groups + drain + 1 >= 5`` for the kept accumulators and ``>= 4 + (stages - 1)``
 for the state: see :func:`drain_cycles`."""
+
+
+def value_held(e: EnginePlan) -> bool:
+    """Whether engine ``e``'s lane array takes a slot's value in C2 from the slot register a stage
+    behind (C1), instead of from the C2 slot register (a second copy of the value, flip-flops no
+    logic feeds: 42 of the d = 12 DCLS network's at P = 2): with shared multipliers
+    (``passes`` of 2 or more) a slot's parts issue on successive cycles, so when its first part
+    reaches C2 its second is at C1 with the same value; the lane array keeps the value over the
+    parts. The selective walk keeps the C2 copy."""
+    return e.passes > 1 and not e.period
 
 
 def drain_cycles(e: EnginePlan) -> int:

@@ -127,6 +127,7 @@ class LaneArray(wiring.Component):
         digit_passes: int = 1,
         folded: bool = False,
         seed_register: bool = True,
+        value_held: bool = False,
     ) -> None:
         self.lanes, self.matrices = lanes, matrices
         self.elements = lanes * matrices
@@ -135,6 +136,7 @@ class LaneArray(wiring.Component):
         self.folded = folded and self.per_lane < matrices
         self.digits = digit_passes
         self.seed_register = seed_register
+        self.value_held = value_held  # the value comes on a slot's first part only (then holds)
         self.passes = -(-matrices // self.per_lane) * digit_passes
         self.multiplier = multiplier
         if digit_passes > 1 and multiplier not in ("lut", "auto"):
@@ -180,12 +182,16 @@ class LaneArray(wiring.Component):
             valid[1].eq(valid[0]),
             first[0].eq(self.first),
             first[1].eq(first[0]),
-            value.eq(self.value),
         ]
         part = [0, 0, 0]  # the part at the operands, the products and the sums
         if self.passes > 1:
             part = [self.part, Signal.like(self.part, name="part_0"), Signal.like(self.part, name="part_1")]
             m.d.sync += [part[1].eq(part[0]), part[2].eq(part[1])]
+        if self.value_held and self.passes > 1:  # taken on the first part, kept over the others
+            with m.If(part[0] == 0):
+                m.d.sync += value.eq(self.value)
+        else:
+            m.d.sync += value.eq(self.value)
         u = self.per_lane
         for lane in range(self.lanes):
             for j in range(u):

@@ -175,13 +175,15 @@ class LayerEngine(wiring.Component):
         for k, name in enumerate(e.params):
             picked = Array(front.params[lane * n_par + k] for lane in range(p))[turn]
             m.d.sync += unit.params[name].eq(picked)
-        by_turn = lane_reads(self.plan, e)  # the lane's state and pooled sum read on its turn
+        # the lane's state and pooled sum read on its turn: on the read port a cycle later
+        by_turn = lane_reads(self.plan, e)
+        first_unit = delay(m, first, 1, "seq_first_unit")
         for k, name in enumerate(e.state_fields):
             if "state" in by_turn:
-                state = front.state_lane[k]
+                m.d.comb += unit.old[name].eq(Mux(first_unit, 0, front.state_lane[k]))
             else:
                 state = Array(front.state[lane * n_fields + k] for lane in range(p))[turn]
-            m.d.sync += unit.old[name].eq(Mux(first, 0, state))
+                m.d.sync += unit.old[name].eq(Mux(first, 0, state))
         lag = late + 1  # the unit's results follow the turn by its input register and its stages
         # the lane whose results the unit gives now
         done = delay(m, serving, lag, "update_serving")
@@ -199,12 +201,11 @@ class LayerEngine(wiring.Component):
             m.d.comb += unit_regs["old"].eq(delay(m, unit.old, late, "old"))
         old_pool = None
         if "pool" in e.memories:  # the lane's pooled sum, read with its other inputs
-            pool = (
-                front.pool_lane[0]
-                if "pool" in by_turn
-                else Array(front.pool[lane] for lane in range(p))[turn]
-            )
-            old_pool = delay(m, Mux(first, 0, pool), lag + 1, "old_pool")
+            if "pool" in by_turn:  # on the read port in the unit's first cycle
+                old_pool = delay(m, Mux(first_unit, 0, front.pool_lane[0]), lag, "old_pool")
+            else:
+                pool = Array(front.pool[lane] for lane in range(p))[turn]
+                old_pool = delay(m, Mux(first, 0, pool), lag + 1, "old_pool")
         closed = None
         if e.period:  # the turn's lane is closed this step (su_open of the group's slot)
             open_held = Signal(p, name="open_held")
