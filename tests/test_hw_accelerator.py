@@ -548,6 +548,13 @@ def test_shared_update_build_records_one_unit(tmp_path: Path) -> None:
     assert "_wdata_" not in verilog and "pool_shared" in verilog and "pool_3" not in verilog
     queue = verilog.split("module \\accelerator.layer1.entries")[1].split("endmodule")[0]
     assert "skid" in queue and "storage" not in queue and "entry_slice" not in verilog
+    # the memories whose reads never meet a write: recorded, and marked for yosys
+    marked = {m["name"] for m in info["plan"]["memories"] if m["no_collisions"]}
+    assert {"layer0_state", "layer1_pool", "layer1_acc", "layer0_items", "layer0_entries"} <= marked
+    assert "readout_results" not in marked  # one word: read the cycle after its first write
+    assert verilog.count("no_rw_check") == len(marked)
+    # no register slice between engines on the UP5K
+    assert "layer0_slice" not in verilog
 
 
 def test_narrow_defaults_to_auto_on_the_fpga_targets() -> None:
