@@ -166,16 +166,9 @@ class Accelerator(wiring.Component):
             m.submodules[e.name] = engine
             consumers.append(engine.config)
             wiring.connect(m, source, engine.items)
-            if plan.target == "up5k":
-                # no register slice between engines: at 30 MHz the event queue's block RAM read,
-                # the serializer's pick and the next engine's receiver fit one cycle now that the
-                # queue's read is no longer made read-first (MemoryPlan.no_collisions); its two
-                # copies of an item were flip-flops no logic fed (45 in the d = 12 network)
-                source = engine.events
-            else:
-                m.submodules[f"{e.name}_slice"] = cut = StreamSlice(ItemLayout(e.size, engine.value_bits))
-                wiring.connect(m, engine.events, cut.i)
-                source = cut.o
+            m.submodules[f"{e.name}_slice"] = cut = StreamSlice(ItemLayout(e.size, engine.value_bits))
+            wiring.connect(m, engine.events, cut.i)
+            source = cut.o
             m.d.comb += getattr(self, f"trace_{e.index}").eq(engine.trace)
         m.submodules.readout = self.readout
         consumers.append(self.readout.config)
