@@ -461,8 +461,10 @@ def test_up5k_memories_marked_collision_free_never_collide(
     for m in plan.memories:
         if m.kind in ("items", "accumulators", "state", "pooled") and m.shared is None:
             assert m.name in marked and m.attrs["no_rw_check"] == 1, m
-        if m.kind == "queue" and m.depth == 1 or m.kind != "queue" and m.name.split("_")[1:2] == ["dcls"]:
-            assert m.name not in marked, m  # a one-word queue, the DCLS memories: read-first kept
+        if m.kind == "queue" and m.depth == 1 or m.name.endswith(("_dcls_lists", "_dcls_counts")):
+            assert m.name not in marked, m  # a one-word queue, the DCLS lists: read-first kept
+        if m.name.endswith(("_dcls_zbuf", "_dcls_listed")):
+            assert m.name in marked, m  # cleared by O, a cycle after Z's read
         if m.kind == "queue" and m.depth >= 2:
             assert m.name in marked, m  # the layers' entries, the DCLS outputs
     assert not any(m.no_collisions for m in plan_accelerator(bundle.manifest, lanes).memories)

@@ -400,11 +400,13 @@ def test_delay_front_end_matches_the_golden_delay_line(taps: int, span: int, sam
 
 def test_delay_front_end_takes_an_input_per_cycle() -> None:
     """Dense inputs, outputs always taken: the K taps of an input go in one cycle, so a step costs
-    about its non-zero inputs plus its non-zero outputs plus 3, not K x inputs (one tap per cycle:
-    K x inputs + outputs + 5, here 660 cycles against 319)."""
+    about its non-zero inputs plus its non-zero outputs plus 4, not K x inputs (one tap per cycle:
+    K x inputs + outputs + 5, here 660 cycles against 358). The fourth: R waits while O clears
+    the step before's last entry (a bank read never meets a write, ``plan.DCLS_COLLISION_FREE``;
+    319 cycles when Z cleared what it read)."""
     steps = 40
     cycles, n_in, n_out = _run_delay_front_end(3, 4, density=1.0, ready_p=1.0, lengths=(steps,))
-    assert cycles <= n_in + n_out + 3 * steps, (cycles, n_in, n_out)
+    assert cycles <= n_in + n_out + 4 * steps, (cycles, n_in, n_out)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

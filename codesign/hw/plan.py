@@ -853,8 +853,16 @@ COLLISION_FREE = ("items", "queue", "accumulators", "state", "pooled")
   per turn (:func:`codesign.hw.front.lane_reads`) is laid out so that a lane's read never
   falls on the word another lane is written to in that cycle.
 
-The DCLS front end's memories are not among them (its banks are read and cleared in one cycle,
-Z), but for its output queue, a :class:`~codesign.hw.queue.CreditFIFO`."""
+The DCLS front end's memories of :data:`DCLS_COLLISION_FREE` are among them too."""
+
+DCLS_COLLISION_FREE = ("dcls_queue", "dcls_zbuf", "dcls_listed")
+"""The DCLS front end's memories whose reads never meet a write of the same word
+(:class:`codesign.hw.dcls.DelayFrontEnd`): its output queue (a ``CreditFIFO``); the banks, read
+by Z and cleared by O a cycle later, while R (which writes the next step's contributions and reads
+the flags) waits out O's cycles, the entries of a slot's list distinct channels and R's first
+write after Z's last read; the listed flags, read by R and set by N for different channels of a
+step (an index comes once per step) and cleared by O. The lists and counts keep the read-first
+copy (written by N while L and the sweep read them)."""
 
 
 def _mark_collision_free(engines: list[EnginePlan], target: Target) -> list[EnginePlan]:
@@ -868,9 +876,9 @@ def _mark_collision_free(engines: list[EnginePlan], target: Target) -> list[Engi
             e,
             memories={
                 k: replace(mem, no_collisions=True)
-                if mem.kind in COLLISION_FREE
+                if (mem.kind in COLLISION_FREE or k in DCLS_COLLISION_FREE)
                 and mem.shared is None
-                and (not k.startswith("dcls_") or k == "dcls_queue")
+                and (not k.startswith("dcls_") or k in DCLS_COLLISION_FREE)
                 and (mem.kind != "queue" or mem.depth >= 2)
                 else mem
                 for k, mem in e.memories.items()
