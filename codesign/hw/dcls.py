@@ -37,10 +37,11 @@ needing two or more holds the pipeline for the extra cycles (a dense stream need
 sparse one ``K``). Sending: L reads a list entry, Z reads and clears the banks and the flag, O
 queues the sum; the last entry carries the step marker (sent even when its sum is 0: the layer
 drops zero values but keeps the marker), and the next step's items are taken while Z and O
-finish. O, not Z, clears the entry Z read, so no bank or flag read meets a write of its word in a
-cycle (the UP5K's block RAM leaves that undefined, and yosys' read-first copy of a bank took 246
-logic cells in the d = 12 network); R waits in O's cycles (one write port). Cycles per step:
-about ``non-zero inputs + non-zero outputs + 4``.
+finish. Cycles per step: about ``non-zero inputs + non-zero outputs + 3``. On the UP5K
+(``clear_late``) O, not Z, clears the entry Z read, so no bank or flag read meets a write of its
+word in a cycle (its block RAM leaves that undefined, and yosys' read-first copy of the banks took
+246 logic cells in the d = 12 network); R waits in O's cycles (one write port), up to one cycle
+more per step.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ from codesign.hw.lanes import lut_multiply
 from codesign.hw.plan import DCLS_QUEUE_DEPTH, AcceleratorPlan, EnginePlan, index_bits, stride_bits
 from codesign.hw.queue import CreditFIFO
 from codesign.hw.signature import ItemLayout
+from codesign.hw.targets import get_target
 
 __all__ = ["DelayFrontEnd"]
 
@@ -135,6 +137,9 @@ class DelayFrontEnd(wiring.Component):
     def __init__(self, plan: AcceleratorPlan, e: EnginePlan, images: dict | None = None) -> None:
         assert e.dcls is not None
         self.plan, self.engine, self.dcls = plan, e, e.dcls
+        # on a block RAM whose read in a write's cycle is undefined (the UP5K), O clears the entry
+        # Z read, a cycle later, and R waits in O's cycles (``plan.DCLS_COLLISION_FREE``)
+        self.clear_late = get_target(plan.target).undefined_collisions
         self.images = images or {}
         self.counters = CounterBank(plan, f"{e.name}.dcls")
         dc = e.dcls
@@ -296,7 +301,7 @@ class DelayFrontEnd(wiring.Component):
         late = int(self.plan.faults.active("delay_off_by_one", self.engine.index))
         advance = Signal()
         # R waits while O clears an entry of the step before (one write port per bank and flags)
-        m.d.comb += advance.eq(r.it_valid & ~n_stall & ~r.z_valid)
+        m.d.comb += advance.eq(r.it_valid & ~n_stall & (~r.z_valid if self.clear_late else 1))
         with m.If(advance):  # R
             word = ports.taps_rd.data
             slots = []
@@ -402,9 +407,12 @@ class DelayFrontEnd(wiring.Component):
             addr = _addr(r.l_slot, ports.l_rd.data, dc.channels)
             for rd in ports.z_rd:
                 m.d.comb += [rd.addr.eq(addr), rd.en.eq(1)]
+            if not self.clear_late:  # the block RAM returns the old word read in a write's cycle
+                self._clear_slot_entry(m, ports, addr)
             m.d.sync += [r.z_channel.eq(ports.l_rd.data), r.z_last.eq(r.l_last), r.z_addr.eq(addr)]
-        with m.If(r.z_valid):  # O: clear the entry Z read (not in Z: no bank read meets a write)
-            self._clear_slot_entry(m, ports, r.z_addr)
+        if self.clear_late:
+            with m.If(r.z_valid):  # O: clear the entry Z read (no bank read meets a write)
+                self._clear_slot_entry(m, ports, r.z_addr)
         with m.If(r.z_valid):  # O
             total = Signal(signed(dc.z_bits), name="z_sum")
             m.d.comb += total.eq(sum(rd.data for rd in ports.z_rd))  # fits: it is z
