@@ -395,6 +395,104 @@ def test_shared_update_unit_matches_golden(
         plan_accelerator(bundle.manifest, lanes, share_updates="yes")
 
 
+def _collision_watch(monkeypatch) -> tuple[list, list, object]:
+    """Record every Amaranth memory the design makes, and a simulation process that notes each
+    cycle in which a memory marked ``no_rw_check`` (``MemoryPlan.no_collisions``) reads the word a
+    write port writes: ``(cycle, depth, width, address)``."""
+    from amaranth.lib.memory import Memory
+
+    memories: list = []
+    original = Memory.__init__
+
+    def record(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        memories.append(self)
+
+    monkeypatch.setattr(Memory, "__init__", record)
+    collisions: list = []
+
+    async def monitor(ctx) -> None:
+        pairs = [
+            (mem, rd, wr)
+            for mem in memories
+            if (mem.attrs or {}).get("no_rw_check")
+            for rd in mem.read_ports
+            if rd.domain != "comb"
+            for wr in mem.write_ports
+        ]
+        signals = [s for _, rd, wr in pairs for s in (rd.en, rd.addr, wr.en, wr.addr)]
+        cycle = 0
+        async for _, _, *values in ctx.tick().sample(*signals):
+            for n, (mem, _, _) in enumerate(pairs):
+                ren, raddr, wen, waddr = values[4 * n : 4 * n + 4]
+                if ren and wen and raddr == waddr:
+                    collisions.append((cycle, mem.depth, mem.shape.width, raddr))
+            cycle += 1
+
+    return collisions, memories, monitor
+
+
+@pytest.mark.parametrize(
+    ("name", "lanes", "weights", "share_updates"),
+    [
+        ("japanese_vowels_cmru2", 4, "frozen", "on"),  # state read per turn, pooled sums
+        ("japanese_vowels_cmru2", 8, "frozen", "on"),  # ... its state held (no layout keeps lanes apart)
+        ("japanese_vowels_cmru2", 2, "frozen", "off"),  # a unit per lane: held words
+        ("japanese_vowels_mingru", 3, "frozen", "on"),  # a three-stage unit, unfolded state: held
+        ("flip_flop_bgmingru_dcls", 2, "runtime", "on"),  # DCLS front ends (their memories unmarked)
+    ],
+)
+def test_up5k_memories_marked_collision_free_never_collide(
+    monkeypatch, name: str, lanes: int, weights: str, share_updates: str
+) -> None:
+    """On the UP5K the plan marks the item memories, the queues of two words or more, the kept
+    sums, the state and the pooled sums ``no_rw_check`` (``plan.COLLISION_FREE``), so yosys does
+    not make their reads read-first (a write register and a bypass per memory: 886 logic cells
+    of JapaneseVowels at P = 4). That holds only if no read ever meets a write of its word: here
+    every such memory is watched over a run that matches the golden model. A state read one lane
+    per turn is laid out so that no lane's read meets another's write (``front.state_interleaved``);
+    round the slices, lane ``j``'s read meets lane ``j - 2``'s write in JapaneseVowels at P = 4
+    (the mutant below)."""
+    from codesign.hw import front
+
+    bundle = load_bundle(BUNDLES / name)
+    plan = plan_accelerator(bundle.manifest, lanes, target="up5k", share="1", share_updates=share_updates)
+    marked = {m.name for m in plan.memories if m.no_collisions}
+    for m in plan.memories:
+        if m.kind in ("items", "accumulators", "state", "pooled") and m.shared is None:
+            assert m.name in marked and m.attrs["no_rw_check"] == 1, m
+        if m.kind == "queue" and m.depth == 1 or m.name.endswith(("_dcls_lists", "_dcls_counts")):
+            assert m.name not in marked, m  # a one-word queue, the DCLS lists: read-first kept
+        if m.name.endswith(("_dcls_zbuf", "_dcls_listed")):
+            assert m.name in marked, m  # cleared by O, a cycle after Z's read
+        if m.kind == "queue" and m.depth >= 2:
+            assert m.name in marked, m  # the layers' entries, the DCLS outputs
+    assert not any(m.no_collisions for m in plan_accelerator(bundle.manifest, lanes).memories)
+    xs = random_integer_inputs(bundle, sequences=2, steps=(3, 6), seed=5)
+    options = {"lanes": lanes, "seed": 5, "target": "up5k", "weights": weights, "share": "1"}
+    collisions, memories, monitor = _collision_watch(monkeypatch)
+    got = simulate(bundle, xs, share_updates=share_updates, narrow="auto", monitors=[monitor], **options)
+    assert collisions == []
+    assert_matches_golden(bundle, xs, share_updates=share_updates, narrow="auto", **options)
+    if name == "japanese_vowels_cmru2" and share_updates == "on":
+        state = [e.memories["state"] for e in plan.layers]
+        # lane j's read (C3 + j) meets lane j - 2's write (C3 + j - 2 + 2): at P = 4 two lanes
+        # per word keep them apart; at P = 8 (four per word, or round two slices) nothing does,
+        # and the state keeps its held word
+        layouts = [front.state_interleaved(e, m) for e, m in zip(plan.layers, state, strict=True)]
+        assert layouts == [False if lanes == 4 else None] * 2, (layouts, [m.fold for m in state])
+        assert all(("state" in front.lane_reads(plan, e)) == (lanes == 4) for e in plan.layers)
+    if (name, lanes) == ("japanese_vowels_cmru2", 4):
+        # the mutant: the lanes round the slices, lane j's word is lane j - 2's
+        monkeypatch.setattr(front, "state_interleaved", lambda e, mem: True)
+        collisions.clear()
+        memories.clear()
+        mutant = simulate(
+            bundle, xs, share_updates=share_updates, narrow="auto", monitors=[monitor], **options
+        )
+        assert collisions and mutant.cycles == got.cycles
+
+
 def test_shared_update_unit_frees_its_lanes_multipliers() -> None:
     """A shared minGRU update unit needs one ``z * (u - h)`` multiplier where a unit per lane
     needed ``P``: the plan counts one and hands the freed UP5K DSPs to weight products or DCLS
@@ -452,6 +550,11 @@ def test_shared_update_build_records_one_unit(tmp_path: Path) -> None:
     assert "_wdata_" not in verilog and "pool_shared" in verilog and "pool_3" not in verilog
     queue = verilog.split("module \\accelerator.layer1.entries")[1].split("endmodule")[0]
     assert "skid" in queue and "storage" not in queue and "entry_slice" not in verilog
+    # the memories whose reads never meet a write: recorded, and marked for yosys
+    marked = {m["name"] for m in info["plan"]["memories"] if m["no_collisions"]}
+    assert {"layer0_state", "layer1_pool", "layer1_acc", "layer0_items", "layer0_entries"} <= marked
+    assert "readout_results" not in marked  # one word: read the cycle after its first write
+    assert verilog.count("no_rw_check") == len(marked)
 
 
 def test_narrow_defaults_to_auto_on_the_fpga_targets() -> None:

@@ -149,6 +149,8 @@ def plan_summary(plan: AcceleratorPlan) -> dict:
             "fold": mem.fold,
             "shared": mem.shared,  # --merge auto: the physical memory holding it, at bit offset ...
             "offset": mem.offset,
+            # the UP5K: no read meets a write of its word in one cycle (yosys' no_rw_check)
+            "no_collisions": mem.no_collisions,
         }
         for mem in plan.memories
     ]

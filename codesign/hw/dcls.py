@@ -37,7 +37,11 @@ needing two or more holds the pipeline for the extra cycles (a dense stream need
 sparse one ``K``). Sending: L reads a list entry, Z reads and clears the banks and the flag, O
 queues the sum; the last entry carries the step marker (sent even when its sum is 0: the layer
 drops zero values but keeps the marker), and the next step's items are taken while Z and O
-finish. Cycles per step: about ``non-zero inputs + non-zero outputs + 3``.
+finish. Cycles per step: about ``non-zero inputs + non-zero outputs + 3``. On the UP5K
+(``clear_late``) O, not Z, clears the entry Z read, so no bank or flag read meets a write of its
+word in a cycle (its block RAM leaves that undefined, and yosys' read-first copy of the banks took
+246 logic cells in the d = 12 network); R waits in O's cycles (one write port), up to one cycle
+more per step.
 """
 
 from __future__ import annotations
@@ -56,6 +60,7 @@ from codesign.hw.lanes import lut_multiply
 from codesign.hw.plan import DCLS_QUEUE_DEPTH, AcceleratorPlan, EnginePlan, index_bits, stride_bits
 from codesign.hw.queue import CreditFIFO
 from codesign.hw.signature import ItemLayout
+from codesign.hw.targets import get_target
 
 __all__ = ["DelayFrontEnd"]
 
@@ -66,9 +71,9 @@ class _Ports:
 
     taps_rd: object
     z_rd: list  # one per bank: Z
-    z_wr: list  # one per bank: R, Z, RESET_CLEAR, SWEEP_CLEAR
+    z_wr: list  # one per bank: R, O, RESET_CLEAR, SWEEP_CLEAR
     f_rd: list  # listed flags, one per tap: R
-    f_wr: object  # N (set), Z, RESET_CLEAR, SWEEP_CLEAR (clear)
+    f_wr: object  # N (set), O, RESET_CLEAR, SWEEP_CLEAR (clear)
     l_rd: object  # L, SWEEP_LIST
     l_wr: object  # N
     c_rd: list  # counts, one per tap (transparent to c_wr): R; port 0 also SEND's start, SWEEP
@@ -101,6 +106,7 @@ class _Regs:
         self.l_last = Signal()
         self.l_slot = Signal(range(span))
         self.z_valid = Signal()
+        self.z_addr = Signal(range(span << stride_bits(ch)))  # O clears the entry Z read
         self.z_last = Signal()
         self.z_channel = Signal(range(ch))
         self.o_seq_end = Signal()
@@ -131,6 +137,9 @@ class DelayFrontEnd(wiring.Component):
     def __init__(self, plan: AcceleratorPlan, e: EnginePlan, images: dict | None = None) -> None:
         assert e.dcls is not None
         self.plan, self.engine, self.dcls = plan, e, e.dcls
+        # on a block RAM whose read in a write's cycle is undefined (the UP5K), O clears the entry
+        # Z read, a cycle later, and R waits in O's cycles (``plan.DCLS_COLLISION_FREE``)
+        self.clear_late = get_target(plan.target).undefined_collisions
         self.images = images or {}
         self.counters = CounterBank(plan, f"{e.name}.dcls")
         dc = e.dcls
@@ -318,7 +327,8 @@ class DelayFrontEnd(wiring.Component):
         the listed flags and counts of its slots for N."""
         ch = self.dcls.channels
         advance = Signal()
-        m.d.comb += advance.eq(r.it_valid & ~n_stall)
+        # R waits while O clears an entry of the step before (one write port per bank and flags)
+        m.d.comb += advance.eq(r.it_valid & ~n_stall & (~r.z_valid if self.clear_late else 1))
         with m.If(advance):  # R
             slots = []
             for k, (slot, product) in enumerate(taps):
@@ -399,16 +409,20 @@ class DelayFrontEnd(wiring.Component):
                 m.next = "RECEIVE"
 
     def _send_tail(self, m: Module, ports: _Ports, r: _Regs, queue: CreditFIFO) -> None:
-        """Z: read the entry's banks and clear them and its flag (reads see the old words); O:
-        queue their sum if non-zero or if it carries the marker, else return the credit."""
+        """Z: read the entry's banks; O: clear them and its flag, and queue their sum if non-zero
+        or if it carries the marker, else return the credit."""
         dc = self.dcls
         m.d.sync += r.z_valid.eq(r.l_valid)
         with m.If(r.l_valid):  # Z
             addr = _addr(r.l_slot, ports.l_rd.data, dc.channels)
             for rd in ports.z_rd:
                 m.d.comb += [rd.addr.eq(addr), rd.en.eq(1)]
-            self._clear_slot_entry(m, ports, addr)
-            m.d.sync += [r.z_channel.eq(ports.l_rd.data), r.z_last.eq(r.l_last)]
+            if not self.clear_late:  # the block RAM returns the old word read in a write's cycle
+                self._clear_slot_entry(m, ports, addr)
+            m.d.sync += [r.z_channel.eq(ports.l_rd.data), r.z_last.eq(r.l_last), r.z_addr.eq(addr)]
+        if self.clear_late:
+            with m.If(r.z_valid):  # O: clear the entry Z read (no bank read meets a write)
+                self._clear_slot_entry(m, ports, r.z_addr)
         with m.If(r.z_valid):  # O
             total = Signal(signed(dc.z_bits), name="z_sum")
             m.d.comb += total.eq(sum(rd.data for rd in ports.z_rd))  # fits: it is z

@@ -22,12 +22,12 @@ from amaranth.lib.wiring import In, Out
 from codesign.hw.arrays import ArrayMemory, MergedMemory
 from codesign.hw.config import ConfigSignature, drive_config_write
 from codesign.hw.counters import CounterBank, count_memory
-from codesign.hw.issue import IssueStage, SlotLayout
+from codesign.hw.issue import IssueStage, SlotLayout, value_held
 from codesign.hw.lanes import LaneArray
 from codesign.hw.plan import SLICED_KEYS, AcceleratorPlan, EnginePlan, MemoryPlan, index_bits
 from codesign.hw.signature import ItemLayout
 
-__all__ = ["MacFront", "WriteLayout"]
+__all__ = ["MacFront", "WriteLayout", "lane_reads", "lane_slot", "state_by_lane", "state_interleaved"]
 
 HELD = ("params", "state", "pool")
 """Memories read on a group's last slot for the update stage."""
@@ -52,6 +52,62 @@ def state_by_lane(plan: AcceleratorPlan, e: EnginePlan) -> bool:
     if e.memories["state"].shared is not None:  # in a merged word (--merge): written whole at C4
         return False
     return e.memories["state"].elements % len(e.state_fields) == 0
+
+
+def lane_reads(plan: AcceleratorPlan, e: EnginePlan) -> tuple[str, ...]:
+    """The memories among the state and pooled sums that engine ``e`` reads one lane per update
+    turn, straight from the block RAM into the shared update unit (``{key}_lane``), instead of
+    reading the group's whole word on its last slot into registers held for the unit's ``P``
+    turns: behind one update unit per layer on the UP5K, where the held words were a flip-flop
+    per bit that no LUT fed (64 + 64 + 96 of them in JapaneseVowels at P = 4). Lane ``l`` is read
+    in the cycle before its turn (C2b + ``l``), so the unit sees the same words as from the
+    registers. A lane's fields must lie in one physical word, as for :func:`state_by_lane`; a
+    memory in a merged word (``--merge``) keeps its held word."""
+    if plan.target != "up5k" or not e.shared_update:
+        return ()
+    fields = {"state": len(e.state_fields), "pool": 1}
+    keys = []
+    for key in ("state", "pool"):
+        mem = e.memories.get(key)
+        if mem is None or mem.shared is not None or mem.elements % fields[key]:
+            continue
+        if mem.fold * (mem.elements // fields[key]) < e.lanes:  # pragma: no cover - the plan's shapes
+            continue
+        if key == "state" and state_interleaved(e, mem) is None:
+            continue
+        keys.append(key)
+    return tuple(keys)
+
+
+def lane_slot(e: EnginePlan, mem: MemoryPlan, fields: int, lane: int, interleaved: bool) -> tuple[int, int]:
+    """``(slice, place)`` of lane ``lane``'s ``fields`` elements in a folded word (``F`` slices)
+    written or read one lane at a time. ``interleaved`` (a state read one lane per turn,
+    :func:`lane_reads`): the lanes go round the slices (lane ``l`` in slice ``l mod F``, place
+    ``l // F``), so lanes next to each other lie in different physical words and a lane's read
+    does not fall on the word the lane before is being written to. Otherwise consecutive lanes
+    share a word (slice ``l // k``, place ``l mod k``, ``k`` lanes per physical word), as the held
+    words' reads (``MacFront._read_for_update``) take them."""
+    if interleaved and mem.fold > 1:
+        return lane % mem.fold, lane // mem.fold
+    k = mem.elements // fields
+    return lane // k, lane % k
+
+
+def state_interleaved(e: EnginePlan, mem: MemoryPlan) -> bool | None:
+    """The layout of a state read one lane per turn (:func:`lane_slot`) under which no lane's
+    read falls on the physical word another lane is written to in that cycle: consecutive lanes
+    per word (``False``) or round the slices (``True``); ``None`` when both collide (the state
+    then keeps its held word). Lane ``j`` is read in C3 + ``j``, lane ``i`` written in C3 + ``i``
+    + ``update_latency + 1`` (its turn, the unit's input register, its stages, the tail cycle
+    of ``LayerEngine._shared_update``): they meet when ``j = i + update_latency + 1``. A block RAM's read of a word written in the same cycle is
+    undefined on the UP5K (yosys would make it read-first, ``MemoryPlan.no_collisions``)."""
+    d = e.update_latency + 1
+    fields = len(e.state_fields)
+    for interleaved in (False, True):
+        slots = [lane_slot(e, mem, fields, lane, interleaved)[0] for lane in range(e.lanes)]
+        if all(slots[i] != slots[i + d] for i in range(e.lanes - d)):
+            return interleaved
+    return None
 
 
 class LaneWriteLayout(data.StructLayout):
@@ -103,7 +159,14 @@ class MacFront(wiring.Component):
         }
         # a folded word's elements as the engine sees it (the memory holds slices of them)
         logical = {"acc": e.lanes * len(e.matrices), "state": e.lanes * len(e.state_fields), "pool": e.lanes}
-        members |= {key: Out(word_layout(mems[key], logical.get(key))) for key in HELD if key in mems}
+        by_turn = lane_reads(plan, e)
+        members |= {
+            key: Out(word_layout(mems[key], logical.get(key)))
+            for key in HELD
+            if key in mems and key not in by_turn
+        }
+        fields = {"state": len(e.state_fields), "pool": 1}
+        members |= {f"{key}_lane": Out(word_layout(mems[key], fields[key])) for key in by_turn}
         members |= {
             f"{key}_write": In(WriteLayout(mems[key], logical.get(key))) for key in WRITTEN if key in mems
         }
@@ -131,7 +194,7 @@ class MacFront(wiring.Component):
         s2a = Signal(SlotLayout(self.engine), name="slot_c2a")
         m.d.sync += s2a.eq(s2)
         use_acc = self._seeds(m, s2a if self.late_seeds else s2, ports)
-        self._mac(m, s2, use_acc, ports)
+        self._mac(m, slot, s2, use_acc, ports)
         self._read_for_update(m, s2a, ports)
         return m
 
@@ -224,15 +287,15 @@ class MacFront(wiring.Component):
 
     def _lane_write(self, m: Module, wr, request, mem: MemoryPlan) -> None:
         """Write one lane's fields (:func:`state_by_lane`): lane ``l`` of logical word ``addr`` is
-        at elements ``(l mod k) x fields ..`` of physical word ``F x addr + l // k`` (``k`` lanes
-        per physical word, ``F`` slices per logical word); only its elements are enabled."""
+        at elements ``place x fields ..`` of physical word ``F x addr + slice`` (``F`` slices per
+        logical word; :func:`lane_slot`); only its elements are enabled."""
         e = self.engine
         fields = len(e.state_fields)
-        per_word = mem.elements // fields
+        interleaved = "state" in lane_reads(self.plan, e) and bool(state_interleaved(e, mem))
         with m.Switch(request.lane):
             for lane in range(e.lanes):
                 with m.Case(lane):
-                    slot, place = divmod(lane, per_word)
+                    slot, place = lane_slot(e, mem, fields, lane, interleaved)
                     addr = request.addr * mem.fold + slot if mem.fold > 1 else request.addr
                     m.d.comb += wr.addr.eq(addr)
                     for k in range(fields):
@@ -365,8 +428,9 @@ class MacFront(wiring.Component):
         return use_acc2a
 
     # ------------------------------------------------------------ C2 MAC
-    def _mac(self, m: Module, s2, use_acc, ports) -> None:
-        """The lane array: operands in C2, products in C2a, sums in C2b (``acc`` at C3)."""
+    def _mac(self, m: Module, slot, s2, use_acc, ports) -> None:
+        """The lane array: operands in C2, products in C2a, sums in C2b (``acc`` at C3); ``slot`` is
+        the slot at C1, ``s2`` at C2."""
         e = self.engine
         p, n_mat, groups = e.lanes, len(e.matrices), e.groups
         w_rd, b_rd = ports["weights"][0], ports["bias"][0]
@@ -383,11 +447,14 @@ class MacFront(wiring.Component):
             digit_passes=e.digit_passes,
             folded=e.memories["weights"].fold > 1,
             seed_register=not self.late_seeds,
+            value_held=value_held(e),
         )
+        # the slot's value at C2: its own, or (value_held) its next part's at C1, the same
+        value = slot.value if value_held(e) else s2.value
         m.d.comb += [
             lanes.valid.eq(s2.valid),
             lanes.first.eq(s2.first),
-            lanes.value.eq(s2.value),
+            lanes.value.eq(value),
             # a biases-only slot does not read the weights: multiply 0 by 0, not by whatever the
             # read register holds (never loaded after power-up: X in a 4-state simulator)
             lanes.weights.eq(Mux(s2.empty, 0, w_rd.data.as_value())),
@@ -408,7 +475,7 @@ class MacFront(wiring.Component):
         valid_lanes = Mux(s2.group == groups - 1, last_lanes, p) if last_lanes != p else p
         if e.period and e.mode == "scratch":  # a closed neuron's sum is not needed (padding: closed)
             valid_lanes = sum(s2.open[lane] for lane in range(p))
-        with m.If(s2.valid & ~s2.empty & (s2.value != 0) & self._first_part(s2)):
+        with m.If(s2.valid & ~s2.empty & (value != 0) & self._first_part(s2)):
             self.counters.count(m, f"{e.name}_macs", valid_lanes * n_mat)
 
     # ------------------------------------------------------------ C2a/C2b reads for C3
@@ -417,7 +484,8 @@ class MacFront(wiring.Component):
         in C2b, so they reach C3 with the sums and from flip-flops (a block RAM's clock-to-output
         delay is not on the update stage's path)."""
         mems = self.engine.memories
-        held = [key for key in HELD if key in ports]
+        by_turn = lane_reads(self.plan, self.engine)
+        held = [key for key in HELD if key in ports and key not in by_turn]
         with m.If(s2a.valid & s2a.last):
             for key in held:
                 if mems[key].fold == 1:
@@ -444,3 +512,57 @@ class MacFront(wiring.Component):
                             m.d.sync += word[q * per + j].eq(rd.data[j])
         s2b = Signal(SlotLayout(self.engine), name="slot_c2b")
         m.d.sync += [s2b.eq(s2a), self.slot.eq(s2b)]
+        if by_turn:
+            self._read_by_turn(m, self.slot, ports, by_turn)
+
+    def _read_by_turn(self, m: Module, s3, ports, keys: tuple[str, ...]) -> None:
+        """Read lane ``l``'s fields of the state and pooled sum (:func:`lane_reads`) in cycle
+        C3 + ``l`` of a group's last slot, the update unit's turn for lane ``l``, so they are on
+        the read port's data in the next cycle, when the unit works on the lane's registered
+        sums: the block RAM's read register is the unit's input register for them. Lane ``l`` is
+        at elements ``place x fields ..`` of physical word ``F x group + slice`` (:func:`lane_slot`,
+        as :meth:`_lane_write` writes the state), laid out so that this read never falls on the
+        word written in its cycle (:func:`state_interleaved`): the plan marks the memory
+        collision-free (``MemoryPlan.no_collisions``) and the block RAM need not order a read and
+        a write of one word. The pooled sums are written at C4, after the group's last read."""
+        e = self.engine
+        p = e.lanes
+        rd_turn = Signal(range(p), name="read_turn")
+        rd_group = Signal.like(s3.group, name="read_group")
+        lane = Signal(range(p), name="read_lane")
+        group = Signal.like(s3.group, name="read_lane_group")
+        reading = Signal(name="reading_lane")
+        m.d.comb += [
+            lane.eq(Mux(rd_turn != 0, rd_turn, 0)),
+            group.eq(Mux(rd_turn != 0, rd_group, s3.group)),
+            reading.eq((s3.valid & s3.last) | (rd_turn != 0)),
+        ]
+        if p > 1:
+            with m.If(s3.valid & s3.last):
+                m.d.sync += [rd_turn.eq(1), rd_group.eq(s3.group)]
+            with m.Elif(rd_turn != 0):
+                m.d.sync += rd_turn.eq(Mux(rd_turn == p - 1, 0, rd_turn + 1))
+        fields = {"state": len(e.state_fields), "pool": 1}
+        for key in keys:
+            mem, n = e.memories[key], fields[key]
+            interleaved = key == "state" and bool(state_interleaved(e, mem))
+            slots = [lane_slot(e, mem, n, lane, interleaved) for lane in range(p)]
+            rd = ports[key][0]
+            out = getattr(self, f"{key}_lane")
+            places = sorted({place for _, place in slots})
+            place = Signal(range(max(places) + 1), name=f"{key}_read_place")  # the lane's place in the word
+            with m.If(reading):
+                m.d.comb += rd.en.eq(1)
+                with m.Switch(lane):
+                    for ln, (slot, at) in enumerate(slots):
+                        with m.Case(ln):
+                            m.d.comb += rd.addr.eq(group * mem.fold + slot if mem.fold > 1 else group)
+                            if len(places) > 1:
+                                m.d.sync += place.eq(at)
+            if len(places) == 1:
+                m.d.comb += [out[f].eq(rd.data[places[0] * n + f]) for f in range(n)]
+                continue
+            with m.Switch(place):
+                for j in places:
+                    with m.Case(j):
+                        m.d.comb += [out[f].eq(rd.data[j * n + f]) for f in range(n)]

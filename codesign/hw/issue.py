@@ -33,7 +33,7 @@ from codesign.hw.counters import CounterBank, count_memory
 from codesign.hw.plan import AcceleratorPlan, EnginePlan, index_bits
 from codesign.hw.signature import ItemLayout
 
-__all__ = ["DRAIN", "IssueStage", "SlotLayout", "drain_cycles"]
+__all__ = ["DRAIN", "IssueStage", "SlotLayout", "drain_cycles", "value_held"]
 
 DRAIN = max(3, 1 + max(kind.update_stages for kind in CELLS.values()))
 """The longest pause between steps: one group, with kept accumulators or the deepest update unit.
@@ -47,6 +47,16 @@ transparent) when ``groups + drain + 1 >= 5`` for the kept accumulators and ``>=
 for the state: see :func:`drain_cycles`."""
 
 
+def value_held(e: EnginePlan) -> bool:
+    """Whether engine ``e``'s lane array takes a slot's value in C2 from the slot register a stage
+    behind (C1), instead of from the C2 slot register (a second copy of the value, flip-flops no
+    logic feeds: 42 of the d = 12 DCLS network's at P = 2): with shared multipliers
+    (``passes`` of 2 or more) a slot's parts issue on successive cycles, so when its first part
+    reaches C2 its second is at C1 with the same value; the lane array keeps the value over the
+    parts. The selective walk keeps the C2 copy."""
+    return e.passes > 1 and not e.period
+
+
 def drain_cycles(e: EnginePlan) -> int:
     """Idle cycles the issue stage of engine ``e`` waits between steps (0 for 4 or more groups).
 
@@ -58,10 +68,12 @@ def drain_cycles(e: EnginePlan) -> int:
     last part, so this is conservative for it: a folded state or pooled sum (``--narrow``), whose
     slice ``q`` is read on pass ``q`` of the last slot (``q`` parts or more after the first part)
     and written ``q`` cycles after C4, keeps the same distance. One update unit shared by the
-    lanes (``EnginePlan.update_gap``) writes the state ``gap`` cycles later, and each group is
-    followed by ``gap`` idle issue cycles."""
+    lanes (``EnginePlan.update_gap``) writes the state ``gap`` cycles later (and its pooled sums
+    ``EnginePlan.shared_stages`` later still), and each group is followed by ``gap`` idle issue
+    cycles."""
     gap = e.update_gap
-    state = 3 + e.update_latency - 1 + gap  # C4 writes the state (and pooled sum), C2a reads it
+    # C4 writes the state (and pooled sum), C2a reads it; a shared unit's stages put C4 later
+    state = 3 + e.update_latency - 1 + gap + e.shared_stages
     accumulators = 4 if "acc" in e.memories else 0  # C3 writes the kept sums, C1 reads them
     covered = 1 if e.period else 1 + (e.groups - 1) * (e.passes + gap)
     return max(0, max(state, accumulators) - covered)

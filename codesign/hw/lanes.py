@@ -127,6 +127,7 @@ class LaneArray(wiring.Component):
         digit_passes: int = 1,
         folded: bool = False,
         seed_register: bool = True,
+        value_held: bool = False,
     ) -> None:
         self.lanes, self.matrices = lanes, matrices
         self.elements = lanes * matrices
@@ -135,6 +136,7 @@ class LaneArray(wiring.Component):
         self.folded = folded and self.per_lane < matrices
         self.digits = digit_passes
         self.seed_register = seed_register
+        self.value_held = value_held  # the value comes on a slot's first part only (then holds)
         self.passes = -(-matrices // self.per_lane) * digit_passes
         self.multiplier = multiplier
         if digit_passes > 1 and multiplier not in ("lut", "auto"):
@@ -180,20 +182,32 @@ class LaneArray(wiring.Component):
             valid[1].eq(valid[0]),
             first[0].eq(self.first),
             first[1].eq(first[0]),
-            value.eq(self.value),
         ]
         part = [0, 0, 0]  # the part at the operands, the products and the sums
         if self.passes > 1:
             part = [self.part, Signal.like(self.part, name="part_0"), Signal.like(self.part, name="part_1")]
             m.d.sync += [part[1].eq(part[0]), part[2].eq(part[1])]
+        if self.value_held and self.passes > 1:  # taken on the first part, kept over the others
+            with m.If(part[0] == 0):
+                m.d.sync += value.eq(self.value)
+        else:
+            m.d.sync += value.eq(self.value)
         u = self.per_lane
         for lane in range(self.lanes):
             for j in range(u):
                 q = lane * u + j
                 parts, kept = self._parts(lane, j)
-                weight = Signal.like(self.weights[0], name=f"weight_{q}")
+                # a hard multiplier's operand and product registers have no reset, so synthesis
+                # can take them into the DSP block's own registers (the iCE40's SB_MAC16 has no
+                # synchronous reset); they are read only behind ``valid``, which is reset
+                hard = self.digits == 1 and q < self.hard
+                weight = Signal.like(self.weights[0], name=f"weight_{q}", reset_less=hard)
                 wide = int(self.digits > 1)  # a piece of a product is one bit wider (serial_multiply)
-                product = Signal(signed(len(self.weights[0]) + len(self.value) + wide), name=f"product_{q}")
+                product = Signal(
+                    signed(len(self.weights[0]) + len(self.value) + wide),
+                    name=f"product_{q}",
+                    reset_less=hard,
+                )
                 seed = Signal.like(self.seeds[0], name=f"seed_{q}")
                 if self.digits > 1:
                     multiply = serial_multiply(weight, value, part[1] % self.digits, self.digits)

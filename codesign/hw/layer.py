@@ -29,7 +29,7 @@ from codesign.bundle.cells import CELLS
 from codesign.hw.config import ConfigSignature
 from codesign.hw.counters import CounterBank
 from codesign.hw.events import EntryLayout, EventSerializer
-from codesign.hw.front import MacFront, state_by_lane
+from codesign.hw.front import MacFront, lane_reads, state_by_lane
 from codesign.hw.issue import SlotLayout
 from codesign.hw.plan import AcceleratorPlan, EnginePlan
 from codesign.hw.queue import CreditFIFO, RegisterQueue
@@ -139,12 +139,16 @@ class LayerEngine(wiring.Component):
         return s4, finalize4, results
 
     def _shared_update(self, m: Module, front: MacFront, finalize, late: int):
-        """One update unit for the ``P`` lanes (``--share-updates on``): lane ``l`` of a group in
-        the ``l``-th cycle after its sums are ready (C3 + l), its results into lane ``l``'s C4
-        registers ``late`` cycles later; C4 (write-back, entry, trace) follows the last lane, ``P -
-        1`` cycles later than with a unit per lane. The issue stage waits ``P - 1`` cycles after
-        a group's last slot (``EnginePlan.update_gap``), so the sums (the lane array's registers),
-        the state, parameters and pooled sums (the front end's held registers) stay this group's
+        """One update unit for the ``P`` lanes (``--share-updates on``): lane ``l`` of a group has
+        its turn in the ``l``-th cycle after its sums are ready (C3 + l), when its inputs are
+        picked and registered; the unit works on them in the next cycle (and ``late`` more), and
+        the pooled sum and change event follow one cycle after the unit, into lane ``l``'s C4
+        registers (``EnginePlan.shared_stages``: two stages, each cycle one adder or the unit, not
+        both). C4 (write-back, entry, trace) follows the last lane, ``P - 1 + 2`` cycles later than
+        with a unit per lane. The issue stage waits ``P - 1`` cycles after a group's last slot
+        (``EnginePlan.update_gap``), so the sums (the lane array's registers), the state,
+        parameters and pooled sums (the front end's held registers, or the block RAM's read of
+        the lane's words in its turn, :func:`~codesign.hw.front.lane_reads`) stay this group's
         until the last lane has read them. The unit sees each lane's inputs exactly as a lane's
         own unit would: the same sums in the same order."""
         e = self.engine
@@ -164,22 +168,30 @@ class LayerEngine(wiring.Component):
         m.d.comb += serving.eq(finalize | (turn != 0))
         unit = make_update_unit(e, self.plan.faults)
         m.submodules.update = unit
+        # the turn's inputs, picked and registered: the unit works on them in the next cycle
         for k, name in enumerate(e.matrices):
-            m.d.comb += unit.acc[name].eq(Array(front.acc[lane * n_mat + k] for lane in range(p))[turn])
+            picked = Array(front.acc[lane * n_mat + k] for lane in range(p))[turn]
+            m.d.sync += unit.acc[name].eq(picked)
         for k, name in enumerate(e.params):
-            m.d.comb += unit.params[name].eq(Array(front.params[lane * n_par + k] for lane in range(p))[turn])
+            picked = Array(front.params[lane * n_par + k] for lane in range(p))[turn]
+            m.d.sync += unit.params[name].eq(picked)
+        # the lane's state and pooled sum read on its turn: on the read port a cycle later
+        by_turn = lane_reads(self.plan, e)
+        first_unit = delay(m, first, 1, "seq_first_unit")
         for k, name in enumerate(e.state_fields):
-            state = Array(front.state[lane * n_fields + k] for lane in range(p))[turn]
-            m.d.comb += unit.old[name].eq(Mux(first, 0, state))
-        # the lane whose results the unit gives now (``late`` cycles after its inputs)
-        done = delay(m, serving, late, "update_serving")
-        done_lane = delay(m, turn, late, "update_turn")
+            if "state" in by_turn:
+                m.d.comb += unit.old[name].eq(Mux(first_unit, 0, front.state_lane[k]))
+            else:
+                state = Array(front.state[lane * n_fields + k] for lane in range(p))[turn]
+                m.d.sync += unit.old[name].eq(Mux(first, 0, state))
+        lag = late + 1  # the unit's results follow the turn by its input register and its stages
+        # the lane whose results the unit gives now
+        done = delay(m, serving, lag, "update_serving")
+        done_lane = delay(m, turn, lag, "update_turn")
         s4 = Signal(SlotLayout(e), name="slot_c4")
         finalize4 = Signal()
-        m.d.sync += [
-            s4.eq(delay(m, s3, late + p - 1, "slot")),
-            finalize4.eq(delay(m, finalize, late + p - 1, "finalize")),
-        ]
+        c4 = lag + 1 + p - 1  # after the last lane's pooled sum and change (one cycle after the unit)
+        m.d.sync += [s4.eq(delay(m, s3, c4, "slot")), finalize4.eq(delay(m, finalize, c4, "finalize"))]
         unit_regs = {
             key: getattr(unit, key) for key in ("new", "hold", "out", "gate", "saturated", "potential")
         }
@@ -187,37 +199,53 @@ class LayerEngine(wiring.Component):
         if late:  # the old state beside the unit's results, seen through its fields
             unit_regs["old"] = Signal.like(unit.old, name="old_late")
             m.d.comb += unit_regs["old"].eq(delay(m, unit.old, late, "old"))
+        old_pool = None
         if "pool" in e.memories:  # the lane's pooled sum, read with its other inputs
-            pool = Array(front.pool[lane] for lane in range(p))[turn]
-            unit_regs["old_pool"] = delay(m, Mux(first, 0, pool), late, "old_pool")
+            if "pool" in by_turn:  # on the read port in the unit's first cycle
+                old_pool = delay(m, Mux(first_unit, 0, front.pool_lane[0]), lag, "old_pool")
+            else:
+                pool = Array(front.pool[lane] for lane in range(p))[turn]
+                old_pool = delay(m, Mux(first, 0, pool), lag + 1, "old_pool")
         closed = None
         if e.period:  # the turn's lane is closed this step (su_open of the group's slot)
             open_held = Signal(p, name="open_held")
             with m.If(finalize):
                 m.d.sync += open_held.eq(s3.open)
-            closed = delay(m, ~Mux(turn == 0, s3.open, open_held).bit_select(turn, 1), late, "closed")
-        # what C4 needs of a lane, computed once (one pooled-sum adder, not P) and kept per lane:
-        # the lane's registers are written on its turn only, so they hold for C4 and the folded
-        # writes after it (``MacFront._sliced_write``) until the next group's turn
-        results = self._lane_results(m, "shared", unit_regs, closed)
-        if state_by_lane(self.plan, e):  # the state goes to its memory on the lane's turn
+            closed = delay(m, ~Mux(turn == 0, s3.open, open_held).bit_select(turn, 1), lag, "closed")
+        results = self._lane_results(m, "shared", unit_regs, closed, pooled=False)
+        # one cycle after the unit, from its registered results: the state written to its memory
+        # (on the UP5K), the pooled sum (one saturating adder, not P) and the change event (one
+        # subtractor): what C4 needs of the lane
+        tail = {}
+        for key, value in results.items():
+            if key == "kept":
+                tail[key] = {f: delay(m, v, 1, f"kept_{f}") for f, v in value.items()}
+            else:
+                tail[key] = delay(m, value, 1, f"{key}_unit")
+        done, done_lane = delay(m, done, 1, "update_done"), delay(m, done_lane, 1, "update_lane")
+        if state_by_lane(self.plan, e):  # the state goes to its memory in the lane's tail cycle
             group_held = Signal.like(s3.group, name="group_held")
             with m.If(finalize):
                 m.d.sync += group_held.eq(s3.group)
-            group = delay(m, Mux(turn == 0, s3.group, group_held), late, "update_group")
+            group = delay(m, Mux(turn == 0, s3.group, group_held), lag + 1, "update_group")
             write = front.state_lane_write
             m.d.comb += [write.addr.eq(group), write.lane.eq(done_lane), write.en.eq(done)]
-            m.d.comb += [write.data[k].eq(results["kept"][f]) for k, f in enumerate(e.state_fields)]
-            del results["kept"]
-        if e.emit == "delta":  # the change event once here (one subtractor, not P); its value
-            # and whether it is one are what C4 needs, not the output and the one before
-            results["delta"] = Value.cast(results["out"] - results["old_out"])
-            results["differs"] = Value.cast(results["out"] != results["old_out"])
-            del results["old_out"]
+            m.d.comb += [write.data[k].eq(tail["kept"][f]) for k, f in enumerate(e.state_fields)]
+            del tail["kept"]
+        if old_pool is not None:
+            pooled, pool_clipped = self._pool(m, "shared", old_pool + tail["out"])
+            tail["pooled"] = pooled
+            tail["saturated"] = Value.cast(tail["saturated"] | pool_clipped)
+        if e.emit == "delta":  # its value and whether it is one, not the output and the one before
+            tail["delta"] = Value.cast(tail["out"] - tail["old_out"])
+            tail["differs"] = Value.cast(tail["out"] != tail["old_out"])
+            del tail["old_out"]
+        # kept per lane: the lane's registers are written on its turn only, so they hold for C4
+        # and the folded writes after it (``MacFront._sliced_write``) until the next group's turn
         lane_results = []
         for lane in range(p):
             kept = {}
-            for key, value in results.items():
+            for key, value in tail.items():
                 if key == "kept":
                     kept[key] = {f: Signal.like(v, name=f"kept_{f}_c4_{lane}") for f, v in value.items()}
                     with m.If(done & (done_lane == lane)):
@@ -229,7 +257,7 @@ class LayerEngine(wiring.Component):
             lane_results.append(kept)
         return s4, finalize4, lane_results
 
-    def _lane_results(self, m: Module, name: str, regs: dict, closed) -> dict:
+    def _lane_results(self, m: Module, name: str, regs: dict, closed, pooled: bool = True) -> dict:
         """One lane's write-back values from its update unit's outputs (``regs``): the kept state
         fields, its output and the one before, its pooled sum, whether a saturation clipped, its
         gate and potential. ``closed``: the selective walk closed the lane this step (it keeps its
@@ -249,9 +277,9 @@ class LayerEngine(wiring.Component):
             "gate": Value.cast(regs["gate"]),
             "potential": Value.cast(regs["potential"]),
         }
-        if "pool" in e.memories:
-            pooled, pool_clipped = self._pool(m, name, regs["old_pool"] + out)
-            results["pooled"] = pooled
+        if "pool" in e.memories and pooled:  # (a shared unit adds it one cycle later)
+            total, pool_clipped = self._pool(m, name, regs["old_pool"] + out)
+            results["pooled"] = total
             saturated = saturated | pool_clipped
         results["saturated"] = Value.cast(saturated)
         return results

@@ -132,6 +132,8 @@ class MemoryPlan:
     # ``depth`` and ``elements`` are the physical memory's, one slice per word
     shared: str | None = None  # ``--merge auto``: the physical memory whose word holds this one's
     offset: int = 0  # ... at this bit offset (same addresses; :func:`_merge_memories`)
+    no_collisions: bool = False  # no read meets a write of its word in one cycle (:data:`COLLISION_FREE`):
+    # yosys need not make the read return the old word (``no_rw_check``)
 
     @property
     def width(self) -> int:
@@ -140,7 +142,10 @@ class MemoryPlan:
     @property
     def attrs(self) -> dict[str, str] | None:
         """Attributes of the RTL memory: yosys' ``ram_style`` when the plan decided a mapping."""
-        return None if self.style == "auto" else {"ram_style": self.style}
+        attrs = {} if self.style == "auto" else {"ram_style": self.style}
+        if self.no_collisions:
+            attrs["no_rw_check"] = 1
+        return attrs or None
 
     @property
     def bits(self) -> int:
@@ -212,6 +217,16 @@ class EnginePlan:
         group's ``P`` lanes in turn (lane ``l`` in the ``l``-th cycle after the group's sums are
         ready), so the sums, state and parameters it reads hold until the last lane is done."""
         return self.lanes - 1 if self.shared_update else 0
+
+    @property
+    def shared_stages(self) -> int:
+        """Register stages a shared update unit (``--share-updates on``) adds after C3: the turn's
+        picked inputs registered before the unit (the pick, the block RAM's read of the lane's
+        state and pooled sum and the unit were one cycle), and the pooled sum and change event
+        computed one cycle after the unit (the unit and the pooled-sum adder were one cycle:
+        JapaneseVowels at P = 4 placed at 17.2 MHz on the UP5K). The state is written one
+        cycle, C4 two cycles later than behind a unit per lane; the throughput is unchanged."""
+        return 2 if self.shared_update else 0
 
     @property
     def products(self) -> int:
@@ -823,6 +838,56 @@ def _merge_memories(engines: list[EnginePlan], merge: str, target: Target) -> li
     return out
 
 
+COLLISION_FREE = ("items", "queue", "accumulators", "state", "pooled")
+"""Kinds of memory whose reads never meet a write of the same word in one cycle:
+
+* ``items``: the receiver writes the bank that is not full, the scheduler reads the full one
+  (:class:`codesign.hw.issue.IssueStage`);
+* ``queue``: a :class:`codesign.hw.queue.CreditFIFO` writes at ``produce`` and reads at
+  ``consume``, equal only when its memory is empty (no read) or full (no credit, no write); of
+  two words or more: a one-word memory is read the cycle after its first write, when the
+  second entry may be written to the same word (the entry behind the output register);
+* ``accumulators``, ``state``, ``pooled``: a group's word is read on its slots and written after
+  its last (C3, C4 and the lanes' turns), each step's reads behind the step before's writes
+  (:func:`codesign.hw.issue.drain_cycles`), other groups at other words; a state read one lane
+  per turn (:func:`codesign.hw.front.lane_reads`) is laid out so that a lane's read never
+  falls on the word another lane is written to in that cycle.
+
+The DCLS front end's memories of :data:`DCLS_COLLISION_FREE` are among them too."""
+
+DCLS_COLLISION_FREE = ("dcls_queue", "dcls_zbuf", "dcls_listed")
+"""The DCLS front end's memories whose reads never meet a write of the same word
+(:class:`codesign.hw.dcls.DelayFrontEnd`): its output queue (a ``CreditFIFO``); the banks, read
+by Z and cleared by O a cycle later, while R (which writes the next step's contributions and reads
+the flags) waits out O's cycles, the entries of a slot's list distinct channels and R's first
+write after Z's last read; the listed flags, read by R and set by N for different channels of a
+step (an index comes once per step) and cleared by O. The lists and counts keep the read-first
+copy (written by N while L and the sweep read them)."""
+
+
+def _mark_collision_free(engines: list[EnginePlan], target: Target) -> list[EnginePlan]:
+    """On a target whose block RAM leaves a read-during-write undefined
+    (:attr:`Target.undefined_collisions`), mark the memories of :data:`COLLISION_FREE` kinds
+    (not those in a merged word, whose parts are written in other patterns)."""
+    if not target.undefined_collisions:
+        return engines
+    return [
+        replace(
+            e,
+            memories={
+                k: replace(mem, no_collisions=True)
+                if (mem.kind in COLLISION_FREE or k in DCLS_COLLISION_FREE)
+                and mem.shared is None
+                and (not k.startswith("dcls_") or k in DCLS_COLLISION_FREE)
+                and (mem.kind != "queue" or mem.depth >= 2)
+                else mem
+                for k, mem in e.memories.items()
+            },
+        )
+        for e in engines
+    ]
+
+
 def _map_memories(engines: list[EnginePlan], target: Target) -> list[EnginePlan]:
     """Block RAM or logic for every memory of the accelerator (:meth:`Target.map_memories`);
     a memory already in a single-port RAM (:func:`_to_spram`) keeps it. Memories merged into one
@@ -1125,7 +1190,7 @@ def plan_accelerator(
     engines = _fold_weights(_assign_multipliers(engines, chip, share_per_lane, cycles), narrow)
     if spram:
         engines = _to_spram(engines, chip)
-    engines = _map_memories(_merge_memories(engines, merge, chip), chip)
+    engines = _mark_collision_free(_map_memories(_merge_memories(engines, merge, chip), chip), chip)
     for e in engines:
         if e.acc_bits > MAX_DATAPATH_BITS:  # pragma: no cover - the manifest already refuses it
             raise CodesignError(f"{e.name}: accumulators of {e.acc_bits} bits exceed {MAX_DATAPATH_BITS}")

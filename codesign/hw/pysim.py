@@ -8,7 +8,7 @@ with the testbench.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -77,12 +77,15 @@ def simulate(
     narrow: str | None = None,
     share_updates: str = "off",
     merge: str = "off",
+    monitors: Sequence[Callable] = (),
 ) -> PysimResult:
     """Feed integer sequences (each ``(T, M)``) through the accelerator and record what it shows.
 
     With ``seed`` set, input beats get random gaps and results random back-pressure. With
     ``weights="runtime"`` the parameters (``"spram"``: the weights in single-port RAMs) are
-    loaded through the configuration stream first.
+    loaded through the configuration stream first. ``monitors``: Amaranth processes
+    (``async def monitor(ctx)``) run beside the testbench, after the design is elaborated (the
+    tests' watch on block-RAM reads and writes of one word in one cycle).
     """
     dut = Accelerator(
         bundle,
@@ -187,5 +190,7 @@ def simulate(
     sim = Simulator(dut)
     sim.add_clock(1e-8)
     sim.add_testbench(testbench)
+    for monitor in monitors:
+        sim.add_process(monitor)
     sim.run()
     return PysimResult(traces, out["cycles"], out["counters"])

@@ -59,6 +59,13 @@ class Target:
     """(depth, width) of one single-port RAM."""
     huge_byte: int = 4
     """Write granularity of a single-port RAM (SB_SPRAM256KA: a mask bit per 4-bit nibble)."""
+    undefined_collisions: bool = False
+    """The block RAM's read of a word written in the same cycle is undefined (the iCE40 EBR: yosys'
+    ``brams.txt`` declares no read-during-write behaviour), so yosys makes every read that must
+    return the old word (an Amaranth read port not transparent to the write) read-first by
+    delaying the write a cycle through flip-flops (address, data, enables) and bypassing the read
+    with them: measured on JapaneseVowels at P = 4, 886 of its 5,959 logic cells. The plan marks
+    the memories whose reads never meet a write of the same word (``MemoryPlan.no_collisions``)."""
 
     def multiplies_needed(self, a_bits: int, b_bits: int) -> int:
         """Hard multipliers one ``a_bits x b_bits`` product takes.
@@ -197,6 +204,7 @@ TARGETS: dict[str, Target] = {
             lut_multiply_max_weight_bits=4,
             one_lane_readout=True,
             huge_rams=4,
+            undefined_collisions=True,
         ),
         Target(
             "ecp5",
