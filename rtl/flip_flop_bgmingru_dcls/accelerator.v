@@ -3344,20 +3344,12 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
   wire \$2 ;
   reg \$20 ;
   reg [10:0] \$21 ;
-  reg [7:0] \$22 ;
-  reg [18:0] \$23 ;
+  reg [20:0] \$22 ;
+  reg [83:0] \$23 ;
   reg [20:0] \$24 ;
-  reg [83:0] \$25 ;
-  reg [7:0] \$26 ;
-  reg [18:0] \$27 ;
-  reg [20:0] \$28 ;
-  reg [7:0] \$29 ;
+  reg [20:0] \$25 ;
+  reg [20:0] \$26 ;
   wire [20:0] \$3 ;
-  reg [18:0] \$30 ;
-  reg [20:0] \$31 ;
-  reg [7:0] \$32 ;
-  reg [18:0] \$33 ;
-  reg [20:0] \$34 ;
   wire [21:0] \$4 ;
   wire [18:0] \$5 ;
   wire \$6 ;
@@ -3432,31 +3424,31 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
   always @(posedge clk)
     value_r <= \$21 ;
   always @(posedge clk)
-    weight_0 <= \$22 ;
+    weight_0 <= weights[7:0];
   always @(posedge clk)
-    product_0 <= \$23 ;
+    product_0 <= \$1 ;
   always @(posedge clk)
-    seed_0 <= \$24 ;
+    seed_0 <= \$22 ;
   always @(posedge clk)
-    acc <= \$25 ;
+    acc <= \$23 ;
   always @(posedge clk)
-    weight_1 <= \$26 ;
+    weight_1 <= weights[15:8];
   always @(posedge clk)
-    product_1 <= \$27 ;
+    product_1 <= \$5 ;
   always @(posedge clk)
-    seed_1 <= \$28 ;
+    seed_1 <= \$24 ;
   always @(posedge clk)
-    weight_2 <= \$29 ;
+    weight_2 <= weights[23:16];
   always @(posedge clk)
-    product_2 <= \$30 ;
+    product_2 <= \$9 ;
   always @(posedge clk)
-    seed_2 <= \$31 ;
+    seed_2 <= \$25 ;
   always @(posedge clk)
-    weight_3 <= \$32 ;
+    weight_3 <= weights[31:24];
   always @(posedge clk)
-    product_3 <= \$33 ;
+    product_3 <= \$13 ;
   always @(posedge clk)
-    seed_3 <= \$34 ;
+    seed_3 <= \$26 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$17  = valid;
@@ -3494,105 +3486,49 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$22  = weights[7:0];
+    \$22  = seeds[20:0];
     if (rst) begin
-      \$22  = 8'h00;
+      \$22  = 21'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$23  = \$1 ;
+    \$23  = acc;
+    if (\$2 ) begin
+      \$23 [20:0] = \$4 [20:0];
+    end
+    if (\$6 ) begin
+      \$23 [41:21] = \$8 [20:0];
+    end
+    if (\$10 ) begin
+      \$23 [62:42] = \$12 [20:0];
+    end
+    if (\$14 ) begin
+      \$23 [83:63] = \$16 [20:0];
+    end
     if (rst) begin
-      \$23  = 19'h00000;
+      \$23  = 84'h000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$24  = seeds[20:0];
+    \$24  = seeds[41:21];
     if (rst) begin
       \$24  = 21'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$25  = acc;
-    if (\$2 ) begin
-      \$25 [20:0] = \$4 [20:0];
-    end
-    if (\$6 ) begin
-      \$25 [41:21] = \$8 [20:0];
-    end
-    if (\$10 ) begin
-      \$25 [62:42] = \$12 [20:0];
-    end
-    if (\$14 ) begin
-      \$25 [83:63] = \$16 [20:0];
-    end
+    \$25  = seeds[62:42];
     if (rst) begin
-      \$25  = 84'h000000000000000000000;
+      \$25  = 21'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$26  = weights[15:8];
+    \$26  = seeds[83:63];
     if (rst) begin
-      \$26  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$27  = \$5 ;
-    if (rst) begin
-      \$27  = 19'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$28  = seeds[41:21];
-    if (rst) begin
-      \$28  = 21'h000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$29  = weights[23:16];
-    if (rst) begin
-      \$29  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$30  = \$9 ;
-    if (rst) begin
-      \$30  = 19'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$31  = seeds[62:42];
-    if (rst) begin
-      \$31  = 21'h000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$32  = weights[31:24];
-    if (rst) begin
-      \$32  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$33  = \$13 ;
-    if (rst) begin
-      \$33  = 19'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$34  = seeds[83:63];
-    if (rst) begin
-      \$34  = 21'h000000;
+      \$26  = 21'h000000;
     end
   end
   assign \weights[0]  = weights[7:0];
@@ -4013,21 +3949,21 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   wire \$113 ;
   wire \$114 ;
   wire \$115 ;
-  wire \$116 ;
-  wire [3:0] \$117 ;
+  wire [3:0] \$116 ;
+  wire \$117 ;
   wire \$118 ;
   wire \$119 ;
   wire \$12 ;
   wire \$120 ;
   wire \$121 ;
-  wire \$122 ;
+  wire [2:0] \$122 ;
   wire [2:0] \$123 ;
-  wire [2:0] \$124 ;
+  wire \$124 ;
   wire \$125 ;
-  wire \$126 ;
+  wire [3:0] \$126 ;
   wire [3:0] \$127 ;
-  wire [3:0] \$128 ;
-  wire [32:0] \$129 ;
+  wire [32:0] \$128 ;
+  reg [31:0] \$129 ;
   wire [3:0] \$13 ;
   reg [31:0] \$130 ;
   reg [31:0] \$131 ;
@@ -4038,19 +3974,19 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   reg [31:0] \$136 ;
   reg [31:0] \$137 ;
   reg [31:0] \$138 ;
-  reg [31:0] \$139 ;
-  wire [10:0] \$14 ;
+  reg \$139 ;
+  wire [2:0] \$14 ;
   reg \$140 ;
   reg \$141 ;
-  reg \$142 ;
-  reg [1:0] \$143 ;
+  reg [1:0] \$142 ;
+  reg \$143 ;
   reg \$144 ;
   reg \$145 ;
-  reg \$146 ;
-  reg [2:0] \$147 ;
-  reg \$148 ;
+  reg [2:0] \$146 ;
+  reg \$147 ;
+  reg [4:0] \$148 ;
   reg [2:0] \$149 ;
-  wire [11:0] \$15 ;
+  wire \$15 ;
   reg [1:0] \$150 ;
   reg [1:0] \$151 ;
   reg [2:0] \$152 ;
@@ -4061,7 +3997,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   reg \$157 ;
   reg \$158 ;
   reg \$159 ;
-  wire \$16 ;
+  wire [4:0] \$16 ;
   reg [2:0] \$160 ;
   reg [1:0] \$161 ;
   reg \$162 ;
@@ -4071,29 +4007,29 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   reg \$166 ;
   reg [2:0] \$167 ;
   reg [31:0] \$168 ;
-  wire \$17 ;
-  wire \$18 ;
+  wire [4:0] \$17 ;
+  wire [2:0] \$18 ;
   wire \$19 ;
   wire \$2 ;
-  wire \$20 ;
-  wire \$21 ;
-  wire \$22 ;
-  wire \$23 ;
+  wire [4:0] \$20 ;
+  wire [4:0] \$21 ;
+  wire [10:0] \$22 ;
+  wire [11:0] \$23 ;
   wire \$24 ;
   wire \$25 ;
-  wire [2:0] \$26 ;
-  wire [3:0] \$27 ;
+  wire \$26 ;
+  wire \$27 ;
   wire \$28 ;
-  wire [4:0] \$29 ;
+  wire \$29 ;
   wire \$3 ;
-  wire [4:0] \$30 ;
-  wire [9:0] \$31 ;
-  wire [2:0] \$32 ;
-  wire [3:0] \$33 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
   wire \$34 ;
-  wire [4:0] \$35 ;
-  wire [4:0] \$36 ;
-  wire [9:0] \$37 ;
+  wire [9:0] \$35 ;
+  wire [9:0] \$36 ;
+  wire \$37 ;
   wire \$38 ;
   wire \$39 ;
   wire \$4 ;
@@ -4109,11 +4045,11 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   wire \$49 ;
   wire \$5 ;
   wire \$50 ;
-  wire \$51 ;
-  wire [2:0] \$52 ;
+  wire [2:0] \$51 ;
+  wire \$52 ;
   wire \$53 ;
-  wire \$54 ;
-  wire [3:0] \$55 ;
+  wire [3:0] \$54 ;
+  wire \$55 ;
   wire \$56 ;
   wire \$57 ;
   wire \$58 ;
@@ -4128,49 +4064,49 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   wire \$66 ;
   wire \$67 ;
   wire \$68 ;
-  wire \$69 ;
+  wire [1:0] \$69 ;
   wire \$7 ;
-  wire [1:0] \$70 ;
-  wire [32:0] \$71 ;
-  wire \$72 ;
-  wire [1:0] \$73 ;
-  wire [32:0] \$74 ;
-  wire [1:0] \$75 ;
-  wire [32:0] \$76 ;
-  wire \$77 ;
-  wire [1:0] \$78 ;
-  wire [32:0] \$79 ;
+  wire [32:0] \$70 ;
+  wire \$71 ;
+  wire [1:0] \$72 ;
+  wire [32:0] \$73 ;
+  wire [1:0] \$74 ;
+  wire [32:0] \$75 ;
+  wire \$76 ;
+  wire [1:0] \$77 ;
+  wire [32:0] \$78 ;
+  wire [1:0] \$79 ;
   wire \$8 ;
-  wire [1:0] \$80 ;
-  wire [32:0] \$81 ;
-  wire \$82 ;
-  wire [1:0] \$83 ;
-  wire [32:0] \$84 ;
-  wire [1:0] \$85 ;
-  wire [32:0] \$86 ;
-  wire \$87 ;
-  wire [1:0] \$88 ;
-  wire [32:0] \$89 ;
+  wire [32:0] \$80 ;
+  wire \$81 ;
+  wire [1:0] \$82 ;
+  wire [32:0] \$83 ;
+  wire [1:0] \$84 ;
+  wire [32:0] \$85 ;
+  wire \$86 ;
+  wire [1:0] \$87 ;
+  wire [32:0] \$88 ;
+  wire [1:0] \$89 ;
   wire [1:0] \$9 ;
-  wire [1:0] \$90 ;
-  wire [32:0] \$91 ;
-  wire \$92 ;
-  wire [1:0] \$93 ;
-  wire [32:0] \$94 ;
+  wire [32:0] \$90 ;
+  wire \$91 ;
+  wire [1:0] \$92 ;
+  wire [32:0] \$93 ;
+  wire \$94 ;
   wire \$95 ;
-  wire \$96 ;
-  wire [2:0] \$97 ;
-  wire \$98 ;
-  wire [3:0] \$99 ;
+  wire [2:0] \$96 ;
+  wire \$97 ;
+  wire [3:0] \$98 ;
+  wire \$99 ;
   reg [4:0] \$signature__addr ;
   reg [4:0] \$signature__addr$104 ;
   reg [1:0] \$signature__addr$41 ;
-  reg [4:0] \$signature__addr$48 ;
-  reg [4:0] \$signature__addr$51 ;
-  reg [4:0] \$signature__addr$52 ;
-  reg [4:0] \$signature__addr$55 ;
-  reg [4:0] \$signature__addr$82 ;
-  reg [1:0] \$signature__addr$83 ;
+  reg [4:0] \$signature__addr$58 ;
+  reg [4:0] \$signature__addr$61 ;
+  reg [4:0] \$signature__addr$62 ;
+  reg [4:0] \$signature__addr$65 ;
+  reg [4:0] \$signature__addr$85 ;
+  reg [1:0] \$signature__addr$86 ;
   reg [4:0] \$signature__addr$87 ;
   reg [1:0] \$signature__addr$88 ;
   wire \$signature__data ;
@@ -4179,19 +4115,19 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   wire [2:0] \$signature__data$36 ;
   reg [2:0] \$signature__data$38 ;
   reg [2:0] \$signature__data$42 ;
-  wire [2:0] \$signature__data$49 ;
-  reg [9:0] \$signature__data$53 ;
-  reg [9:0] \$signature__data$56 ;
-  wire [9:0] \$signature__data$60 ;
-  wire [9:0] \$signature__data$61 ;
+  wire [2:0] \$signature__data$59 ;
+  reg [9:0] \$signature__data$63 ;
+  reg [9:0] \$signature__data$66 ;
+  wire [9:0] \$signature__data$70 ;
+  wire [9:0] \$signature__data$71 ;
   reg \$signature__en ;
   reg \$signature__en$10 ;
   reg \$signature__en$11 ;
   reg \$signature__en$12 ;
   reg \$signature__en$40 ;
   reg \$signature__en$43 ;
-  reg \$signature__en$54 ;
-  reg \$signature__en$57 ;
+  reg \$signature__en$64 ;
+  reg \$signature__en$67 ;
   reg \$signature__en$7 ;
   reg \$signature__en$8 ;
   reg \$signature__en$9 ;
@@ -4215,8 +4151,8 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   reg [2:0] count;
   wire credit;
   reg [2:0] dcls_state = 3'h0;
-  reg [1:0] delay0;
-  reg [1:0] delay1;
+  wire [1:0] delay0;
+  wire [1:0] delay1;
   reg empty;
   reg [4:0] f_wr__addr;
   reg f_wr__data;
@@ -4289,7 +4225,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   wire [2:0] port__addr;
   reg [2:0] \port__addr$93 ;
   wire [31:0] port__data;
-  wire [31:0] \port__data$74 ;
+  wire [31:0] \port__data$48 ;
   wire [3:0] port__en;
   reg \port__en$5 ;
   wire [15:0] r__payload;
@@ -4306,20 +4242,21 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   reg send_first = 1'h0;
   reg seq_end = 1'h0;
   reg [1:0] slot;
-  reg [1:0] slot0;
-  reg [1:0] slot1;
+  wire [1:0] slot0;
+  wire [1:0] slot1;
   reg step_seen = 1'h0;
   reg [2:0] sweep = 3'h0;
-  reg [7:0] tap_w0;
-  reg [7:0] tap_w1;
-  reg [3:0] target0;
-  reg [3:0] target1;
+  wire [7:0] tap_w0;
+  wire [7:0] tap_w1;
+  wire [3:0] target0;
+  wire [3:0] target1;
   reg [15:0] w__payload;
   wire [2:0] \w__payload.index ;
   wire \w__payload.seq_end ;
   wire \w__payload.step_end ;
   wire [10:0] \w__payload.value ;
   reg w__valid;
+  reg [4:0] z_addr = 5'h00;
   reg [2:0] z_channel = 3'h0;
   reg z_last = 1'h0;
   reg [10:0] z_sum;
@@ -4344,8 +4281,8 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
         _0_ <= \$signature__data$42 ;
     end
     if (\$signature__en$11 ) begin
-      _1_ <= counts[\$signature__addr$83 ];
-      if (\$signature__en$43  && \$signature__addr$83  == \$signature__addr$41 )
+      _1_ <= counts[\$signature__addr$86 ];
+      if (\$signature__en$43  && \$signature__addr$86  == \$signature__addr$41 )
         _1_ <= \$signature__data$42 ;
     end
   end
@@ -4397,7 +4334,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       _2_ <= listed[\$signature__addr$87 ];
     end
     if (\$signature__en$9 ) begin
-      _3_ <= listed[\$signature__addr$82 ];
+      _3_ <= listed[\$signature__addr$85 ];
     end
   end
   assign \$signature__data$22  = _2_;
@@ -4447,7 +4384,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       _4_ <= lists[\$signature__addr$104 ];
     end
   end
-  assign \$signature__data$49  = _4_;
+  assign \$signature__data$59  = _4_;
   reg [31:0] taps [4:0];
   initial begin
     taps[0] = 32'd66912823;
@@ -4472,7 +4409,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       _5_ <= taps[\port__addr$93 ];
     end
   end
-  assign \port__data$74  = _5_;
+  assign \port__data$48  = _5_;
   reg [9:0] zbuf0 [31:0];
   initial begin
     zbuf0[0] = 10'h000;
@@ -4509,16 +4446,16 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     zbuf0[31] = 10'h000;
   end
   always @(posedge clk) begin
-    if (\$signature__en$54 )
-      zbuf0[\$signature__addr$52 ] <= \$signature__data$53 ;
+    if (\$signature__en$64 )
+      zbuf0[\$signature__addr$62 ] <= \$signature__data$63 ;
   end
   reg [9:0] _6_;
   always @(posedge clk) begin
     if (\$signature__en$7 ) begin
-      _6_ <= zbuf0[\$signature__addr$48 ];
+      _6_ <= zbuf0[\$signature__addr$58 ];
     end
   end
-  assign \$signature__data$60  = _6_;
+  assign \$signature__data$70  = _6_;
   reg [9:0] zbuf1 [31:0];
   initial begin
     zbuf1[0] = 10'h000;
@@ -4555,16 +4492,16 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     zbuf1[31] = 10'h000;
   end
   always @(posedge clk) begin
-    if (\$signature__en$57 )
-      zbuf1[\$signature__addr$55 ] <= \$signature__data$56 ;
+    if (\$signature__en$67 )
+      zbuf1[\$signature__addr$65 ] <= \$signature__data$66 ;
   end
   reg [9:0] _7_;
   always @(posedge clk) begin
     if (\$signature__en$8 ) begin
-      _7_ <= zbuf1[\$signature__addr$51 ];
+      _7_ <= zbuf1[\$signature__addr$61 ];
     end
   end
-  assign \$signature__data$61  = _7_;
+  assign \$signature__data$71  = _7_;
   assign \$1  = config__payload[2:0] == 2'h3;
   assign \$2  = config__valid & \$1 ;
   assign port__en = \$2  << config__payload[9:8];
@@ -4582,155 +4519,157 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   assign \$11  = | need;
   assign \$12  = n_valid & \$11 ;
   assign \$13  = count + 1'h1;
-  assign \$14  = $signed(1'h0) + $signed(\$signature__data$60 );
-  assign \$15  = $signed(\$14 ) + $signed(\$signature__data$61 );
-  assign \$16  = z_last & o_seq_end;
-  assign \$17  = | z_sum;
-  assign \$18  = \$17  | z_last;
-  assign \$19  = | z_sum;
-  assign \$20  = ~ \$19 ;
-  assign \$21  = ~ z_last;
-  assign \$22  = \$20  & \$21 ;
-  assign \$23  = ! clear_entry;
-  assign \$24  = ~ n_stall;
-  assign \$25  = it_valid & \$24 ;
-  assign \$26  = head + delay0;
-  assign \$27  = \$26  + 1'h0;
-  assign \$28  = target0 >= 3'h4;
-  assign \$29  = target0 - 3'h4;
-  assign \$30  = \$28  ? \$29  : { 1'h0, target0 };
-  assign \$31  = $signed(tap_w0) * $signed(it_value);
-  assign \$32  = head + delay1;
-  assign \$33  = \$32  + 1'h0;
-  assign \$34  = target1 >= 3'h4;
-  assign \$35  = target1 - 3'h4;
-  assign \$36  = \$34  ? \$35  : { 1'h0, target1 };
-  assign \$37  = $signed(tap_w1) * $signed(it_value);
-  assign \$38  = ~ step_seen;
-  assign \$39  = ~ it_valid;
-  assign \$40  = \$39  | advance;
-  assign \$41  = \$38  & \$40 ;
-  assign \$42  = ~ step_seen;
-  assign \$43  = ~ it_valid;
-  assign \$44  = \$43  | advance;
-  assign \$45  = \$42  & \$44 ;
-  assign \$46  = \$45  & items__valid;
-  assign \$47  = | items__payload[4:3];
-  assign \$48  = ~ it_valid;
-  assign \$49  = step_seen & \$48 ;
-  assign \$50  = ~ n_stall;
-  assign \$51  = \$49  & \$50 ;
-  assign \$52  = send_first ? \$signature__data$35  : n_listed;
-  assign \$53  = index != n_now;
-  assign \$54  = \$53  & credit;
-  assign \$55  = index + 1'h1;
-  assign \$56  = \$55  == n_now;
-  assign \$57  = ! n_now;
-  assign \$58  = issue & last;
-  assign \$59  = empty & credit;
-  assign \$60  = \$58  | \$59 ;
-  assign \$61  = sweep == 3'h4;
-  assign \$62  = index == n_listed;
-  assign \$63  = ! dcls_state;
-  assign \$64  = dcls_state == 1'h1;
-  assign \$65  = dcls_state == 2'h2;
-  assign \$66  = dcls_state == 2'h3;
-  assign \$67  = dcls_state == 3'h4;
-  assign \$68  = dcls_state == 3'h5;
-  assign \$69  = dcls_state == 3'h6;
-  assign \$70  = 1'h0 + \port__en$5 ;
-  assign \$71  = layer0_dcls_taps_reads + \$70 ;
-  assign \$72  = | port__en;
-  assign \$73  = 1'h0 + \$72 ;
-  assign \$74  = layer0_dcls_taps_writes + \$73 ;
-  assign \$75  = 1'h0 + \$signature__en$7 ;
-  assign \$76  = layer0_dcls_zbuf_reads + \$75 ;
-  assign \$78  = 1'h0 + \$77 ;
-  assign \$79  = layer0_dcls_zbuf_writes + \$78 ;
-  assign \$80  = 1'h0 + \$signature__en$9 ;
-  assign \$81  = layer0_dcls_listed_reads + \$80 ;
-  assign \$83  = 1'h0 + \$82 ;
-  assign \$84  = layer0_dcls_listed_writes + \$83 ;
-  assign \$85  = 1'h0 + \$signature__en ;
-  assign \$86  = layer0_dcls_lists_reads + \$85 ;
-  assign \$88  = 1'h0 + \$87 ;
-  assign \$89  = layer0_dcls_lists_writes + \$88 ;
-  assign \$90  = 1'h0 + \$signature__en$11 ;
-  assign \$91  = layer0_dcls_counts_reads + \$90 ;
-  assign \$93  = 1'h0 + \$92 ;
-  assign \$94  = layer0_dcls_counts_writes + \$93 ;
-  assign \$95  = ~ n_stall;
-  assign \$96  = clear_entry == 3'h4;
-  assign \$97  = clear_slot + 1'h1;
-  assign \$98  = clear_slot == 2'h3;
-  assign \$99  = clear_entry + 1'h1;
-  assign \$100  = slot0 == slot1;
-  assign \$102  = ~ step_seen;
-  assign \$103  = ~ it_valid;
-  assign \$104  = \$103  | advance;
-  assign \$105  = \$102  & \$104 ;
-  assign \$106  = \$105  & items__valid;
-  assign \$107  = | items__payload[4:3];
-  assign \$108  = ~ items__valid;
-  assign \$109  = ~ it_valid;
-  assign \$110  = \$108  & \$109 ;
-  assign \$111  = ~ n_valid;
-  assign \$112  = \$110  & \$111 ;
-  assign \$113  = ~ it_valid;
-  assign \$114  = step_seen & \$113 ;
-  assign \$115  = ~ n_stall;
-  assign \$116  = \$114  & \$115 ;
-  assign \$117  = index + 1'h1;
+  assign \$14  = head + \port__data$48 [9:8];
+  assign target0 = \$14  + 1'h0;
+  assign \$15  = target0 >= 3'h4;
+  assign \$16  = target0 - 3'h4;
+  assign \$17  = \$15  ? \$16  : { 1'h0, target0 };
+  assign \$18  = head + \port__data$48 [25:24];
+  assign target1 = \$18  + 1'h0;
+  assign \$19  = target1 >= 3'h4;
+  assign \$20  = target1 - 3'h4;
+  assign \$21  = \$19  ? \$20  : { 1'h0, target1 };
+  assign \$22  = $signed(1'h0) + $signed(\$signature__data$70 );
+  assign \$23  = $signed(\$22 ) + $signed(\$signature__data$71 );
+  assign \$24  = z_last & o_seq_end;
+  assign \$25  = | z_sum;
+  assign \$26  = \$25  | z_last;
+  assign \$27  = | z_sum;
+  assign \$28  = ~ \$27 ;
+  assign \$29  = ~ z_last;
+  assign \$30  = \$28  & \$29 ;
+  assign \$31  = ! clear_entry;
+  assign \$32  = ~ n_stall;
+  assign \$33  = it_valid & \$32 ;
+  assign \$35  = $signed(\port__data$48 [7:0]) * $signed(it_value);
+  assign \$36  = $signed(\port__data$48 [23:16]) * $signed(it_value);
+  assign \$37  = ~ step_seen;
+  assign \$38  = ~ it_valid;
+  assign \$39  = \$38  | advance;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = ~ step_seen;
+  assign \$42  = ~ it_valid;
+  assign \$43  = \$42  | advance;
+  assign \$44  = \$41  & \$43 ;
+  assign \$45  = \$44  & items__valid;
+  assign \$46  = | items__payload[4:3];
+  assign \$47  = ~ it_valid;
+  assign \$48  = step_seen & \$47 ;
+  assign \$49  = ~ n_stall;
+  assign \$50  = \$48  & \$49 ;
+  assign \$51  = send_first ? \$signature__data$35  : n_listed;
+  assign \$52  = index != n_now;
+  assign \$53  = \$52  & credit;
+  assign \$54  = index + 1'h1;
+  assign \$55  = \$54  == n_now;
+  assign \$56  = ! n_now;
+  assign \$57  = issue & last;
+  assign \$58  = empty & credit;
+  assign \$59  = \$57  | \$58 ;
+  assign \$60  = sweep == 3'h4;
+  assign \$61  = index == n_listed;
+  assign \$62  = ! dcls_state;
+  assign \$63  = dcls_state == 1'h1;
+  assign \$64  = dcls_state == 2'h2;
+  assign \$65  = dcls_state == 2'h3;
+  assign \$66  = dcls_state == 3'h4;
+  assign \$67  = dcls_state == 3'h5;
+  assign \$68  = dcls_state == 3'h6;
+  assign \$69  = 1'h0 + \port__en$5 ;
+  assign \$70  = layer0_dcls_taps_reads + \$69 ;
+  assign \$71  = | port__en;
+  assign \$72  = 1'h0 + \$71 ;
+  assign \$73  = layer0_dcls_taps_writes + \$72 ;
+  assign \$74  = 1'h0 + \$signature__en$7 ;
+  assign \$75  = layer0_dcls_zbuf_reads + \$74 ;
+  assign \$77  = 1'h0 + \$76 ;
+  assign \$78  = layer0_dcls_zbuf_writes + \$77 ;
+  assign \$79  = 1'h0 + \$signature__en$9 ;
+  assign \$80  = layer0_dcls_listed_reads + \$79 ;
+  assign \$82  = 1'h0 + \$81 ;
+  assign \$83  = layer0_dcls_listed_writes + \$82 ;
+  assign \$84  = 1'h0 + \$signature__en ;
+  assign \$85  = layer0_dcls_lists_reads + \$84 ;
+  assign \$87  = 1'h0 + \$86 ;
+  assign \$88  = layer0_dcls_lists_writes + \$87 ;
+  assign \$89  = 1'h0 + \$signature__en$11 ;
+  assign \$90  = layer0_dcls_counts_reads + \$89 ;
+  assign \$92  = 1'h0 + \$91 ;
+  assign \$93  = layer0_dcls_counts_writes + \$92 ;
+  assign \$94  = ~ n_stall;
+  assign \$95  = clear_entry == 3'h4;
+  assign \$96  = clear_slot + 1'h1;
+  assign \$97  = clear_slot == 2'h3;
+  assign \$98  = clear_entry + 1'h1;
+  assign \$99  = \$17 [1:0] == \$21 [1:0];
+  assign \$101  = ~ step_seen;
+  assign \$102  = ~ it_valid;
+  assign \$103  = \$102  | advance;
+  assign \$104  = \$101  & \$103 ;
+  assign \$105  = \$104  & items__valid;
+  assign \$106  = | items__payload[4:3];
+  assign \$107  = ~ items__valid;
+  assign \$108  = ~ it_valid;
+  assign \$109  = \$107  & \$108 ;
+  assign \$110  = ~ n_valid;
+  assign \$111  = \$109  & \$110 ;
+  assign \$112  = ~ it_valid;
+  assign \$113  = step_seen & \$112 ;
+  assign \$114  = ~ n_stall;
+  assign \$115  = \$113  & \$114 ;
+  assign \$116  = index + 1'h1;
+  assign \$117  = issue & last;
   assign \$118  = issue & last;
-  assign \$119  = issue & last;
-  assign \$120  = empty & credit;
-  assign \$121  = \$119  | \$120 ;
-  assign \$122  = head == 2'h3;
-  assign \$123  = head + 1'h1;
-  assign \$124  = \$122  ? 3'h0 : \$123 ;
-  assign \$125  = sweep == 3'h4;
-  assign \$126  = index == n_listed;
-  assign \$127  = sweep + 1'h1;
-  assign \$128  = index + 1'h1;
-  assign \$129  = layer0_dcls_cycles + busy;
+  assign \$119  = empty & credit;
+  assign \$120  = \$118  | \$119 ;
+  assign \$121  = head == 2'h3;
+  assign \$122  = head + 1'h1;
+  assign \$123  = \$121  ? 3'h0 : \$122 ;
+  assign \$124  = sweep == 3'h4;
+  assign \$125  = index == n_listed;
+  assign \$126  = sweep + 1'h1;
+  assign \$127  = index + 1'h1;
+  assign \$128  = layer0_dcls_cycles + busy;
   always @(posedge clk)
-    layer0_dcls_taps_reads <= \$130 ;
+    layer0_dcls_taps_reads <= \$129 ;
   always @(posedge clk)
-    layer0_dcls_taps_writes <= \$131 ;
+    layer0_dcls_taps_writes <= \$130 ;
   always @(posedge clk)
-    layer0_dcls_zbuf_reads <= \$132 ;
+    layer0_dcls_zbuf_reads <= \$131 ;
   always @(posedge clk)
-    layer0_dcls_zbuf_writes <= \$133 ;
+    layer0_dcls_zbuf_writes <= \$132 ;
   always @(posedge clk)
-    layer0_dcls_listed_reads <= \$134 ;
+    layer0_dcls_listed_reads <= \$133 ;
   always @(posedge clk)
-    layer0_dcls_listed_writes <= \$135 ;
+    layer0_dcls_listed_writes <= \$134 ;
   always @(posedge clk)
-    layer0_dcls_lists_reads <= \$136 ;
+    layer0_dcls_lists_reads <= \$135 ;
   always @(posedge clk)
-    layer0_dcls_lists_writes <= \$137 ;
+    layer0_dcls_lists_writes <= \$136 ;
   always @(posedge clk)
-    layer0_dcls_counts_reads <= \$138 ;
+    layer0_dcls_counts_reads <= \$137 ;
   always @(posedge clk)
-    layer0_dcls_counts_writes <= \$139 ;
+    layer0_dcls_counts_writes <= \$138 ;
   always @(posedge clk)
-    busy <= \$140 ;
+    busy <= \$139 ;
   always @(posedge clk)
-    l_valid <= \$141 ;
+    l_valid <= \$140 ;
   always @(posedge clk)
-    l_last <= \$142 ;
+    l_last <= \$141 ;
   always @(posedge clk)
-    n_left <= \$143 ;
+    n_left <= \$142 ;
   always @(posedge clk)
-    n_first <= \$144 ;
+    n_first <= \$143 ;
   always @(posedge clk)
-    n_valid <= \$145 ;
+    n_valid <= \$144 ;
   always @(posedge clk)
-    z_valid <= \$146 ;
+    z_valid <= \$145 ;
   always @(posedge clk)
-    z_channel <= \$147 ;
+    z_channel <= \$146 ;
   always @(posedge clk)
-    z_last <= \$148 ;
+    z_last <= \$147 ;
+  always @(posedge clk)
+    z_addr <= \$148 ;
   always @(posedge clk)
     clear_entry <= \$149 ;
   always @(posedge clk)
@@ -4810,8 +4749,8 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h0:
           /* empty */;
       3'h1:
-          if (\$46 ) begin
-            if (\$47 ) begin
+          if (\$45 ) begin
+            if (\$46 ) begin
               \port__en$5  = 1'h1;
             end
           end
@@ -4835,7 +4774,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
           /* empty */;
       3'h5:
           (* full_case = 32'd1 *)
-          if (\$62 ) begin
+          if (\$61 ) begin
           end else begin
             \$signature__en  = 1'h1;
           end
@@ -4890,7 +4829,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
           if (advance) begin
             \$signature__en$11  = 1'h1;
           end
-          if (\$51 ) begin
+          if (\$50 ) begin
             \$signature__en$11  = 1'h1;
           end
         end
@@ -4898,7 +4837,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
           /* empty */;
       3'h3:
           (* full_case = 32'd1 *)
-          if (\$61 ) begin
+          if (\$60 ) begin
           end else begin
             \$signature__en$11  = 1'h1;
           end
@@ -4969,7 +4908,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h1:
           /* empty */;
       3'h2:
-          if (\$60 ) begin
+          if (\$59 ) begin
             \$signature__addr$41  = head;
           end
       3'h3:
@@ -4977,7 +4916,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h4:
           /* empty */;
       3'h5:
-          if (\$62 ) begin
+          if (\$61 ) begin
             \$signature__addr$41  = sweep[1:0];
           end
     endcase
@@ -4994,7 +4933,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h1:
           /* empty */;
       3'h2:
-          if (\$60 ) begin
+          if (\$59 ) begin
             \$signature__data$42  = 3'h0;
           end
       3'h3:
@@ -5002,7 +4941,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h4:
           /* empty */;
       3'h5:
-          if (\$62 ) begin
+          if (\$61 ) begin
             \$signature__data$42  = 3'h0;
           end
     endcase
@@ -5015,11 +4954,11 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     end
     casez (dcls_state)
       3'h0:
-          \$signature__en$43  = \$23 ;
+          \$signature__en$43  = \$31 ;
       3'h1:
           /* empty */;
       3'h2:
-          if (\$60 ) begin
+          if (\$59 ) begin
             \$signature__en$43  = 1'h1;
           end
       3'h3:
@@ -5027,7 +4966,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h4:
           /* empty */;
       3'h5:
-          if (\$62 ) begin
+          if (\$61 ) begin
             \$signature__en$43  = 1'h1;
           end
     endcase
@@ -5039,7 +4978,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       f_wr__addr = { slot, n_channel };
     end
     if (l_valid) begin
-      f_wr__addr = { l_slot, \$signature__data$49  };
+      f_wr__addr = { l_slot, \$signature__data$59  };
     end
     casez (dcls_state)
       3'h0:
@@ -5055,7 +4994,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h5:
           /* empty */;
       3'h6:
-          f_wr__addr = { sweep[1:0], \$signature__data$49  };
+          f_wr__addr = { sweep[1:0], \$signature__data$59  };
     endcase
   end
   always @* begin
@@ -5112,30 +5051,30 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__addr$48  = 5'h00;
+    \$signature__addr$58  = 5'h00;
     if (l_valid) begin
-      \$signature__addr$48  = { l_slot, \$signature__data$49  };
+      \$signature__addr$58  = { l_slot, \$signature__data$59  };
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__addr$51  = 5'h00;
+    \$signature__addr$61  = 5'h00;
     if (l_valid) begin
-      \$signature__addr$51  = { l_slot, \$signature__data$49  };
+      \$signature__addr$61  = { l_slot, \$signature__data$59  };
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__addr$52  = 5'h00;
+    \$signature__addr$62  = 5'h00;
     if (l_valid) begin
-      \$signature__addr$52  = { l_slot, \$signature__data$49  };
+      \$signature__addr$62  = { l_slot, \$signature__data$59  };
     end
     casez (dcls_state)
       3'h0:
-          \$signature__addr$52  = { clear_slot, clear_entry };
+          \$signature__addr$62  = { clear_slot, clear_entry };
       3'h1:
           if (advance) begin
-            \$signature__addr$52  = { slot0, it_channel };
+            \$signature__addr$62  = { \$17 [1:0], it_channel };
           end
       3'h2:
           /* empty */;
@@ -5146,21 +5085,21 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h5:
           /* empty */;
       3'h6:
-          \$signature__addr$52  = { sweep[1:0], \$signature__data$49  };
+          \$signature__addr$62  = { sweep[1:0], \$signature__data$59  };
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__data$53  = 10'h000;
+    \$signature__data$63  = 10'h000;
     if (l_valid) begin
-      \$signature__data$53  = 10'h000;
+      \$signature__data$63  = 10'h000;
     end
     casez (dcls_state)
       3'h0:
-          \$signature__data$53  = 10'h000;
+          \$signature__data$63  = 10'h000;
       3'h1:
           if (advance) begin
-            \$signature__data$53  = \$31 ;
+            \$signature__data$63  = \$35 ;
           end
       3'h2:
           /* empty */;
@@ -5171,21 +5110,21 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h5:
           /* empty */;
       3'h6:
-          \$signature__data$53  = 10'h000;
+          \$signature__data$63  = 10'h000;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__en$54  = 1'h0;
+    \$signature__en$64  = 1'h0;
     if (l_valid) begin
-      \$signature__en$54  = 1'h1;
+      \$signature__en$64  = 1'h1;
     end
     casez (dcls_state)
       3'h0:
-          \$signature__en$54  = 1'h1;
+          \$signature__en$64  = 1'h1;
       3'h1:
           if (advance) begin
-            \$signature__en$54  = 1'h1;
+            \$signature__en$64  = 1'h1;
           end
       3'h2:
           /* empty */;
@@ -5196,21 +5135,21 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h5:
           /* empty */;
       3'h6:
-          \$signature__en$54  = 1'h1;
+          \$signature__en$64  = 1'h1;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__addr$55  = 5'h00;
+    \$signature__addr$65  = 5'h00;
     if (l_valid) begin
-      \$signature__addr$55  = { l_slot, \$signature__data$49  };
+      \$signature__addr$65  = { l_slot, \$signature__data$59  };
     end
     casez (dcls_state)
       3'h0:
-          \$signature__addr$55  = { clear_slot, clear_entry };
+          \$signature__addr$65  = { clear_slot, clear_entry };
       3'h1:
           if (advance) begin
-            \$signature__addr$55  = { slot1, it_channel };
+            \$signature__addr$65  = { \$21 [1:0], it_channel };
           end
       3'h2:
           /* empty */;
@@ -5221,21 +5160,21 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h5:
           /* empty */;
       3'h6:
-          \$signature__addr$55  = { sweep[1:0], \$signature__data$49  };
+          \$signature__addr$65  = { sweep[1:0], \$signature__data$59  };
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__data$56  = 10'h000;
+    \$signature__data$66  = 10'h000;
     if (l_valid) begin
-      \$signature__data$56  = 10'h000;
+      \$signature__data$66  = 10'h000;
     end
     casez (dcls_state)
       3'h0:
-          \$signature__data$56  = 10'h000;
+          \$signature__data$66  = 10'h000;
       3'h1:
           if (advance) begin
-            \$signature__data$56  = \$37 ;
+            \$signature__data$66  = \$36 ;
           end
       3'h2:
           /* empty */;
@@ -5246,21 +5185,21 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h5:
           /* empty */;
       3'h6:
-          \$signature__data$56  = 10'h000;
+          \$signature__data$66  = 10'h000;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__en$57  = 1'h0;
+    \$signature__en$67  = 1'h0;
     if (l_valid) begin
-      \$signature__en$57  = 1'h1;
+      \$signature__en$67  = 1'h1;
     end
     casez (dcls_state)
       3'h0:
-          \$signature__en$57  = 1'h1;
+          \$signature__en$67  = 1'h1;
       3'h1:
           if (advance) begin
-            \$signature__en$57  = 1'h1;
+            \$signature__en$67  = 1'h1;
           end
       3'h2:
           /* empty */;
@@ -5271,14 +5210,14 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h5:
           /* empty */;
       3'h6:
-          \$signature__en$57  = 1'h1;
+          \$signature__en$67  = 1'h1;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     z_sum = 11'h000;
     if (z_valid) begin
-      z_sum = \$15 [10:0];
+      z_sum = \$23 [10:0];
     end
   end
   always @* begin
@@ -5288,7 +5227,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       w__payload[2:0] = z_channel;
       w__payload[13:3] = z_sum;
       w__payload[14] = z_last;
-      w__payload[15] = \$16 ;
+      w__payload[15] = \$24 ;
     end
     casez (dcls_state)
       3'h0:
@@ -5306,7 +5245,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     w__valid = 1'h0;
     if (z_valid) begin
-      w__valid = \$18 ;
+      w__valid = \$26 ;
     end
     casez (dcls_state)
       3'h0:
@@ -5323,7 +5262,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     cancel = 1'h0;
     if (z_valid) begin
-      cancel = \$22 ;
+      cancel = \$30 ;
     end
   end
   always @* begin
@@ -5333,139 +5272,43 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h0:
           /* empty */;
       3'h1:
-          advance = \$25 ;
+          advance = \$34 ;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    tap_w0 = 8'h00;
+    \$signature__addr$85  = 5'h00;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
           if (advance) begin
-            tap_w0 = \port__data$74 [7:0];
+            \$signature__addr$85  = { \$17 [1:0], it_channel };
           end
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    tap_w1 = 8'h00;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (advance) begin
-            tap_w1 = \port__data$74 [23:16];
-          end
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    delay0 = 2'h0;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (advance) begin
-            delay0 = \port__data$74 [9:8];
-          end
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    target0 = 4'h0;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (advance) begin
-            target0 = \$27 ;
-          end
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    slot0 = 2'h0;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (advance) begin
-            slot0 = \$30 [1:0];
-          end
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__addr$82  = 5'h00;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (advance) begin
-            \$signature__addr$82  = { slot0, it_channel };
-          end
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__addr$83  = 2'h0;
+    \$signature__addr$86  = 2'h0;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
         begin
           if (advance) begin
-            \$signature__addr$83  = slot0;
+            \$signature__addr$86  = \$17 [1:0];
           end
-          if (\$51 ) begin
-            \$signature__addr$83  = head;
+          if (\$50 ) begin
+            \$signature__addr$86  = head;
           end
         end
       3'h2:
           /* empty */;
       3'h3:
           (* full_case = 32'd1 *)
-          if (\$61 ) begin
+          if (\$60 ) begin
           end else begin
-            \$signature__addr$83  = sweep[1:0];
-          end
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    delay1 = 2'h0;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (advance) begin
-            delay1 = \port__data$74 [25:24];
-          end
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    target1 = 4'h0;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (advance) begin
-            target1 = \$33 ;
-          end
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    slot1 = 2'h0;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (advance) begin
-            slot1 = \$36 [1:0];
+            \$signature__addr$86  = sweep[1:0];
           end
     endcase
   end
@@ -5477,7 +5320,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
           /* empty */;
       3'h1:
           if (advance) begin
-            \$signature__addr$87  = { slot1, it_channel };
+            \$signature__addr$87  = { \$21 [1:0], it_channel };
           end
     endcase
   end
@@ -5489,7 +5332,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
           /* empty */;
       3'h1:
           if (advance) begin
-            \$signature__addr$88  = slot1;
+            \$signature__addr$88  = \$21 [1:0];
           end
     endcase
   end
@@ -5500,7 +5343,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h0:
           /* empty */;
       3'h1:
-          items__ready = \$41 ;
+          items__ready = \$40 ;
     endcase
   end
   always @* begin
@@ -5510,8 +5353,8 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h0:
           /* empty */;
       3'h1:
-          if (\$46 ) begin
-            if (\$47 ) begin
+          if (\$45 ) begin
+            if (\$46 ) begin
               \port__addr$93  = items__payload[2:0];
             end
           end
@@ -5526,7 +5369,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h1:
           /* empty */;
       3'h2:
-          n_now = \$52 ;
+          n_now = \$51 ;
     endcase
   end
   always @* begin
@@ -5538,7 +5381,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h1:
           /* empty */;
       3'h2:
-          issue = \$54 ;
+          issue = \$53 ;
     endcase
   end
   always @* begin
@@ -5550,7 +5393,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h1:
           /* empty */;
       3'h2:
-          last = \$56 ;
+          last = \$55 ;
     endcase
   end
   always @* begin
@@ -5562,7 +5405,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h1:
           /* empty */;
       3'h2:
-          empty = \$57 ;
+          empty = \$56 ;
     endcase
   end
   always @* begin
@@ -5600,7 +5443,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
           /* empty */;
       3'h5:
           (* full_case = 32'd1 *)
-          if (\$62 ) begin
+          if (\$61 ) begin
           end else begin
             \$signature__addr$104  = { sweep[1:0], index };
           end
@@ -5608,84 +5451,99 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$130  = \$71 [31:0];
+    \$129  = \$70 [31:0];
+    if (rst) begin
+      \$129  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$130  = \$73 [31:0];
     if (rst) begin
       \$130  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$131  = \$74 [31:0];
+    \$131  = \$75 [31:0];
     if (rst) begin
       \$131  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$132  = \$76 [31:0];
+    \$132  = \$78 [31:0];
     if (rst) begin
       \$132  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$133  = \$79 [31:0];
+    \$133  = \$80 [31:0];
     if (rst) begin
       \$133  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$134  = \$81 [31:0];
+    \$134  = \$83 [31:0];
     if (rst) begin
       \$134  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$135  = \$84 [31:0];
+    \$135  = \$85 [31:0];
     if (rst) begin
       \$135  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$136  = \$86 [31:0];
+    \$136  = \$88 [31:0];
     if (rst) begin
       \$136  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$137  = \$89 [31:0];
+    \$137  = \$90 [31:0];
     if (rst) begin
       \$137  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$138  = \$91 [31:0];
+    \$138  = \$93 [31:0];
     if (rst) begin
       \$138  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$139  = \$94 [31:0];
-    if (rst) begin
-      \$139  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$140  = 1'h1;
+    \$139  = 1'h1;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
-          if (\$112 ) begin
-            \$140  = 1'h0;
+          if (\$111 ) begin
+            \$139  = 1'h0;
           end
+    endcase
+    if (rst) begin
+      \$139  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$140  = 1'h0;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          \$140  = issue;
     endcase
     if (rst) begin
       \$140  = 1'h0;
@@ -5700,7 +5558,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h1:
           /* empty */;
       3'h2:
-          \$141  = issue;
+          \$141  = \$117 ;
     endcase
     if (rst) begin
       \$141  = 1'h0;
@@ -5708,29 +5566,32 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$142  = 1'h0;
+    \$142  = left;
+    if (rst) begin
+      \$142  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$143  = 1'h0;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
-          /* empty */;
-      3'h2:
-          \$142  = \$118 ;
+          if (advance) begin
+            \$143  = 1'h1;
+          end
     endcase
     if (rst) begin
-      \$142  = 1'h0;
+      \$143  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$143  = left;
-    if (rst) begin
-      \$143  = 2'h0;
+    \$144  = n_valid;
+    if (\$94 ) begin
+      \$144  = 1'h0;
     end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$144  = 1'h0;
     casez (dcls_state)
       3'h0:
           /* empty */;
@@ -5745,47 +5606,39 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$145  = n_valid;
-    if (\$95 ) begin
-      \$145  = 1'h0;
-    end
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (advance) begin
-            \$145  = 1'h1;
-          end
-    endcase
+    \$145  = l_valid;
     if (rst) begin
       \$145  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$146  = l_valid;
+    \$146  = z_channel;
+    if (l_valid) begin
+      \$146  = \$signature__data$59 ;
+    end
     if (rst) begin
-      \$146  = 1'h0;
+      \$146  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$147  = z_channel;
+    \$147  = z_last;
     if (l_valid) begin
-      \$147  = \$signature__data$49 ;
+      \$147  = l_last;
     end
     if (rst) begin
-      \$147  = 3'h0;
+      \$147  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$148  = z_last;
+    \$148  = z_addr;
     if (l_valid) begin
-      \$148  = l_last;
+      \$148  = { l_slot, \$signature__data$59  };
     end
     if (rst) begin
-      \$148  = 1'h0;
+      \$148  = 5'h00;
     end
   end
   always @* begin
@@ -5794,10 +5647,10 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     casez (dcls_state)
       3'h0:
           (* full_case = 32'd1 *)
-          if (\$96 ) begin
+          if (\$95 ) begin
             \$149  = 3'h0;
           end else begin
-            \$149  = \$99 [2:0];
+            \$149  = \$98 [2:0];
           end
     endcase
     if (rst) begin
@@ -5809,9 +5662,9 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     \$150  = clear_slot;
     casez (dcls_state)
       3'h0:
-          if (\$96 ) begin
-            \$150  = \$97 [1:0];
-            if (\$98 ) begin
+          if (\$95 ) begin
+            \$150  = \$96 [1:0];
+            if (\$97 ) begin
               \$150  = 2'h0;
             end
           end
@@ -5825,23 +5678,23 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     \$151  = head;
     casez (dcls_state)
       3'h0:
-          if (\$96 ) begin
-            if (\$98 ) begin
+          if (\$95 ) begin
+            if (\$97 ) begin
               \$151  = 2'h0;
             end
           end
       3'h1:
           /* empty */;
       3'h2:
-          if (\$121 ) begin
+          if (\$120 ) begin
             (* full_case = 32'd1 *)
             if (seq_end) begin
             end else begin
-              \$151  = \$124 [1:0];
+              \$151  = \$123 [1:0];
             end
           end
       3'h3:
-          if (\$125 ) begin
+          if (\$124 ) begin
             \$151  = 2'h0;
           end
     endcase
@@ -5854,17 +5707,17 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     \$152  = dcls_state;
     casez (dcls_state)
       3'h0:
-          if (\$96 ) begin
-            if (\$98 ) begin
+          if (\$95 ) begin
+            if (\$97 ) begin
               \$152  = 3'h1;
             end
           end
       3'h1:
-          if (\$116 ) begin
+          if (\$115 ) begin
             \$152  = 3'h2;
           end
       3'h2:
-          if (\$121 ) begin
+          if (\$120 ) begin
             (* full_case = 32'd1 *)
             if (seq_end) begin
               \$152  = 3'h3;
@@ -5874,7 +5727,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
           end
       3'h3:
           (* full_case = 32'd1 *)
-          if (\$125 ) begin
+          if (\$124 ) begin
             \$152  = 3'h1;
           end else begin
             \$152  = 3'h4;
@@ -5883,7 +5736,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
           \$152  = 3'h5;
       3'h5:
           (* full_case = 32'd1 *)
-          if (\$126 ) begin
+          if (\$125 ) begin
             \$152  = 3'h3;
           end else begin
             \$152  = 3'h6;
@@ -5903,7 +5756,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
           /* empty */;
       3'h1:
           if (advance) begin
-            \$153  = slot0;
+            \$153  = \$17 [1:0];
           end
     endcase
     if (rst) begin
@@ -5919,7 +5772,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h1:
           if (advance) begin
             \$154 [0] = 1'h0;
-            \$154 [1] = \$101 ;
+            \$154 [1] = \$100 ;
           end
     endcase
     if (rst) begin
@@ -5934,7 +5787,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
           /* empty */;
       3'h1:
           if (advance) begin
-            \$155  = slot1;
+            \$155  = \$21 [1:0];
           end
     endcase
     if (rst) begin
@@ -5967,8 +5820,8 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
           if (advance) begin
             \$157  = 1'h0;
           end
-          if (\$106 ) begin
-            if (\$107 ) begin
+          if (\$105 ) begin
+            if (\$106 ) begin
               \$157  = 1'h1;
             end
           end
@@ -5986,10 +5839,10 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
           /* empty */;
       3'h1:
         begin
-          if (\$106 ) begin
+          if (\$105 ) begin
             \$158  = items__payload[5];
           end
-          if (\$116 ) begin
+          if (\$115 ) begin
             \$158  = 1'h0;
           end
         end
@@ -6005,7 +5858,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h0:
           /* empty */;
       3'h1:
-          if (\$106 ) begin
+          if (\$105 ) begin
             \$159  = items__payload[6];
           end
     endcase
@@ -6020,8 +5873,8 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h0:
           /* empty */;
       3'h1:
-          if (\$106 ) begin
-            if (\$107 ) begin
+          if (\$105 ) begin
+            if (\$106 ) begin
               \$160  = items__payload[2:0];
             end
           end
@@ -6037,8 +5890,8 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h0:
           /* empty */;
       3'h1:
-          if (\$106 ) begin
-            if (\$107 ) begin
+          if (\$105 ) begin
+            if (\$106 ) begin
               \$161  = items__payload[4:3];
             end
           end
@@ -6054,7 +5907,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h0:
           /* empty */;
       3'h1:
-          if (\$116 ) begin
+          if (\$115 ) begin
             \$162  = 1'h1;
           end
       3'h2:
@@ -6071,12 +5924,12 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h0:
           /* empty */;
       3'h1:
-          if (\$116 ) begin
+          if (\$115 ) begin
             \$163  = 3'h0;
           end
       3'h2:
           if (issue) begin
-            \$163  = \$117 [2:0];
+            \$163  = \$116 [2:0];
           end
       3'h3:
           /* empty */;
@@ -6085,7 +5938,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h5:
           /* empty */;
       3'h6:
-          \$163  = \$128 [2:0];
+          \$163  = \$127 [2:0];
     endcase
     if (rst) begin
       \$163  = 3'h0;
@@ -6155,7 +6008,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h1:
           /* empty */;
       3'h2:
-          if (\$121 ) begin
+          if (\$120 ) begin
             if (seq_end) begin
               \$167  = 3'h0;
             end
@@ -6165,8 +6018,8 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h4:
           /* empty */;
       3'h5:
-          if (\$126 ) begin
-            \$167  = \$127 [2:0];
+          if (\$125 ) begin
+            \$167  = \$126 [2:0];
           end
     endcase
     if (rst) begin
@@ -6175,7 +6028,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$168  = \$129 [31:0];
+    \$168  = \$128 [31:0];
     if (rst) begin
       \$168  = 32'd0;
     end
@@ -6184,6 +6037,12 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   assign r__payload = outputs__payload;
   assign outputs__ready = r__ready;
   assign r__valid = outputs__valid;
+  assign tap_w0 = \port__data$48 [7:0];
+  assign delay0 = \port__data$48 [9:8];
+  assign slot0 = \$17 [1:0];
+  assign tap_w1 = \port__data$48 [23:16];
+  assign delay1 = \port__data$48 [25:24];
+  assign slot1 = \$21 [1:0];
   assign \config__payload.target  = config__payload[2:0];
   assign \config__payload.addr  = config__payload[7:3];
   assign \config__payload.elem  = config__payload[9:8];
@@ -6210,11 +6069,12 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   assign port__data[23:16] = config__payload[17:10];
   assign port__data[15:8] = config__payload[17:10];
   assign port__data[7:0] = config__payload[17:10];
-  assign \$77  = \$signature__en$54 ;
-  assign \$82  = f_wr__en;
-  assign \$87  = \$signature__en$40 ;
-  assign \$92  = \$signature__en$43 ;
-  assign \$101  = \$100 ;
+  assign \$34  = \$33 ;
+  assign \$76  = \$signature__en$64 ;
+  assign \$81  = f_wr__en;
+  assign \$86  = \$signature__en$40 ;
+  assign \$91  = \$signature__en$43 ;
+  assign \$100  = \$99 ;
 endmodule
 
 (* generator = "Amaranth" *)
@@ -8326,14 +8186,10 @@ module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, valu
   reg \$11 ;
   reg \$12 ;
   reg [16:0] \$13 ;
-  reg [7:0] \$14 ;
-  reg [24:0] \$15 ;
+  reg [26:0] \$14 ;
+  reg [53:0] \$15 ;
   reg [26:0] \$16 ;
-  reg [53:0] \$17 ;
-  reg [7:0] \$18 ;
-  reg [24:0] \$19 ;
   wire \$2 ;
-  reg [26:0] \$20 ;
   wire [26:0] \$3 ;
   wire [27:0] \$4 ;
   wire [24:0] \$5 ;
@@ -8391,19 +8247,19 @@ module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, valu
   always @(posedge clk)
     value_r <= \$13 ;
   always @(posedge clk)
-    weight_0 <= \$14 ;
+    weight_0 <= weights[7:0];
   always @(posedge clk)
-    product_0 <= \$15 ;
+    product_0 <= \$1 ;
   always @(posedge clk)
-    seed_0 <= \$16 ;
+    seed_0 <= \$14 ;
   always @(posedge clk)
-    acc <= \$17 ;
+    acc <= \$15 ;
   always @(posedge clk)
-    weight_1 <= \$18 ;
+    weight_1 <= weights[15:8];
   always @(posedge clk)
-    product_1 <= \$19 ;
+    product_1 <= \$5 ;
   always @(posedge clk)
-    seed_1 <= \$20 ;
+    seed_1 <= \$16 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$9  = valid;
@@ -8441,57 +8297,29 @@ module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, valu
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$14  = weights[7:0];
+    \$14  = seeds[26:0];
     if (rst) begin
-      \$14  = 8'h00;
+      \$14  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$15  = \$1 ;
-    if (rst) begin
-      \$15  = 25'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$16  = seeds[26:0];
-    if (rst) begin
-      \$16  = 27'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$17  = acc;
+    \$15  = acc;
     if (\$2 ) begin
-      \$17 [26:0] = \$4 [26:0];
+      \$15 [26:0] = \$4 [26:0];
     end
     if (\$6 ) begin
-      \$17 [53:27] = \$8 [26:0];
+      \$15 [53:27] = \$8 [26:0];
     end
     if (rst) begin
-      \$17  = 54'h00000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$18  = weights[15:8];
-    if (rst) begin
-      \$18  = 8'h00;
+      \$15  = 54'h00000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$19  = \$5 ;
+    \$16  = seeds[53:27];
     if (rst) begin
-      \$19  = 25'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$20  = seeds[53:27];
-    if (rst) begin
-      \$20  = 27'h0000000;
+      \$16  = 27'h0000000;
     end
   end
   assign \weights[0]  = weights[7:0];

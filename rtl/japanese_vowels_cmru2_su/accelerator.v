@@ -4556,34 +4556,18 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
   reg \$35 ;
   reg \$36 ;
   reg [7:0] \$37 ;
-  reg [7:0] \$38 ;
-  reg [15:0] \$39 ;
+  reg [18:0] \$38 ;
+  reg [151:0] \$39 ;
   wire [19:0] \$4 ;
   reg [18:0] \$40 ;
-  reg [151:0] \$41 ;
-  reg [7:0] \$42 ;
-  reg [15:0] \$43 ;
+  reg [18:0] \$41 ;
+  reg [18:0] \$42 ;
+  reg [18:0] \$43 ;
   reg [18:0] \$44 ;
-  reg [7:0] \$45 ;
-  reg [15:0] \$46 ;
-  reg [18:0] \$47 ;
-  reg [7:0] \$48 ;
-  reg [15:0] \$49 ;
+  reg [18:0] \$45 ;
+  reg [18:0] \$46 ;
   wire [15:0] \$5 ;
-  reg [18:0] \$50 ;
-  reg [7:0] \$51 ;
-  reg [15:0] \$52 ;
-  reg [18:0] \$53 ;
-  reg [7:0] \$54 ;
-  reg [15:0] \$55 ;
-  reg [18:0] \$56 ;
-  reg [7:0] \$57 ;
-  reg [15:0] \$58 ;
-  reg [18:0] \$59 ;
   wire \$6 ;
-  reg [7:0] \$60 ;
-  reg [15:0] \$61 ;
-  reg [18:0] \$62 ;
   wire [18:0] \$7 ;
   wire [19:0] \$8 ;
   wire [15:0] \$9 ;
@@ -4657,61 +4641,39 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
   wire [7:0] \weights[6] ;
   wire [7:0] \weights[7] ;
   always @(posedge clk)
-    first_0 <= \$35 ;
+    product_2 <= \$9 ;
   always @(posedge clk)
-    first_1 <= \$36 ;
+    seed_2 <= \$41 ;
   always @(posedge clk)
-    value_r <= \$37 ;
+    weight_3 <= weights[31:24];
   always @(posedge clk)
-    weight_0 <= \$38 ;
+    product_3 <= \$13 ;
   always @(posedge clk)
-    product_0 <= \$39 ;
+    seed_3 <= \$42 ;
   always @(posedge clk)
-    seed_0 <= \$40 ;
+    weight_4 <= weights[39:32];
   always @(posedge clk)
-    acc <= \$41 ;
+    product_4 <= \$17 ;
   always @(posedge clk)
-    weight_1 <= \$42 ;
+    seed_4 <= \$43 ;
   always @(posedge clk)
-    product_1 <= \$43 ;
+    weight_5 <= weights[47:40];
   always @(posedge clk)
-    seed_1 <= \$44 ;
+    product_5 <= \$21 ;
   always @(posedge clk)
-    weight_2 <= \$45 ;
+    seed_5 <= \$44 ;
   always @(posedge clk)
-    product_2 <= \$46 ;
+    weight_6 <= weights[55:48];
   always @(posedge clk)
-    seed_2 <= \$47 ;
+    product_6 <= \$25 ;
   always @(posedge clk)
-    weight_3 <= \$48 ;
+    seed_6 <= \$45 ;
   always @(posedge clk)
-    product_3 <= \$49 ;
+    weight_7 <= weights[63:56];
   always @(posedge clk)
-    seed_3 <= \$50 ;
+    product_7 <= \$29 ;
   always @(posedge clk)
-    weight_4 <= \$51 ;
-  always @(posedge clk)
-    product_4 <= \$52 ;
-  always @(posedge clk)
-    seed_4 <= \$53 ;
-  always @(posedge clk)
-    weight_5 <= \$54 ;
-  always @(posedge clk)
-    product_5 <= \$55 ;
-  always @(posedge clk)
-    seed_5 <= \$56 ;
-  always @(posedge clk)
-    weight_6 <= \$57 ;
-  always @(posedge clk)
-    product_6 <= \$58 ;
-  always @(posedge clk)
-    seed_6 <= \$59 ;
-  always @(posedge clk)
-    weight_7 <= \$60 ;
-  always @(posedge clk)
-    product_7 <= \$61 ;
-  always @(posedge clk)
-    seed_7 <= \$62 ;
+    seed_7 <= \$46 ;
   assign \$1  = $signed(weight_0) * $signed(value_r);
   assign \$3  = first_1 ? seed_0 : acc[18:0];
   assign \$4  = $signed(\$3 ) + $signed(product_0);
@@ -4740,217 +4702,68 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
     valid_0 <= \$33 ;
   always @(posedge clk)
     valid_1 <= \$34 ;
+  always @(posedge clk)
+    first_0 <= \$35 ;
+  always @(posedge clk)
+    first_1 <= \$36 ;
+  always @(posedge clk)
+    value_r <= \$37 ;
+  always @(posedge clk)
+    weight_0 <= weights[7:0];
+  always @(posedge clk)
+    product_0 <= \$1 ;
+  always @(posedge clk)
+    seed_0 <= \$38 ;
+  always @(posedge clk)
+    acc <= \$39 ;
+  always @(posedge clk)
+    weight_1 <= weights[15:8];
+  always @(posedge clk)
+    product_1 <= \$5 ;
+  always @(posedge clk)
+    seed_1 <= \$40 ;
+  always @(posedge clk)
+    weight_2 <= weights[23:16];
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$36  = first_0;
+    \$41  = seeds[56:38];
     if (rst) begin
-      \$36  = 1'h0;
+      \$41  = 19'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$37  = value;
+    \$42  = seeds[75:57];
     if (rst) begin
-      \$37  = 8'h00;
+      \$42  = 19'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$38  = weights[7:0];
+    \$43  = seeds[94:76];
     if (rst) begin
-      \$38  = 8'h00;
+      \$43  = 19'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$39  = \$1 ;
-    if (rst) begin
-      \$39  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$40  = seeds[18:0];
-    if (rst) begin
-      \$40  = 19'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$41  = acc;
-    if (\$2 ) begin
-      \$41 [18:0] = \$4 [18:0];
-    end
-    if (\$6 ) begin
-      \$41 [37:19] = \$8 [18:0];
-    end
-    if (\$10 ) begin
-      \$41 [56:38] = \$12 [18:0];
-    end
-    if (\$14 ) begin
-      \$41 [75:57] = \$16 [18:0];
-    end
-    if (\$18 ) begin
-      \$41 [94:76] = \$20 [18:0];
-    end
-    if (\$22 ) begin
-      \$41 [113:95] = \$24 [18:0];
-    end
-    if (\$26 ) begin
-      \$41 [132:114] = \$28 [18:0];
-    end
-    if (\$30 ) begin
-      \$41 [151:133] = \$32 [18:0];
-    end
-    if (rst) begin
-      \$41  = 152'h00000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$42  = weights[15:8];
-    if (rst) begin
-      \$42  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$43  = \$5 ;
-    if (rst) begin
-      \$43  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$44  = seeds[37:19];
+    \$44  = seeds[113:95];
     if (rst) begin
       \$44  = 19'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$45  = weights[23:16];
+    \$45  = seeds[132:114];
     if (rst) begin
-      \$45  = 8'h00;
+      \$45  = 19'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$46  = \$9 ;
+    \$46  = seeds[151:133];
     if (rst) begin
-      \$46  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$47  = seeds[56:38];
-    if (rst) begin
-      \$47  = 19'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$48  = weights[31:24];
-    if (rst) begin
-      \$48  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$49  = \$13 ;
-    if (rst) begin
-      \$49  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$50  = seeds[75:57];
-    if (rst) begin
-      \$50  = 19'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$51  = weights[39:32];
-    if (rst) begin
-      \$51  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$52  = \$17 ;
-    if (rst) begin
-      \$52  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$53  = seeds[94:76];
-    if (rst) begin
-      \$53  = 19'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$54  = weights[47:40];
-    if (rst) begin
-      \$54  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$55  = \$21 ;
-    if (rst) begin
-      \$55  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$56  = seeds[113:95];
-    if (rst) begin
-      \$56  = 19'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$57  = weights[55:48];
-    if (rst) begin
-      \$57  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$58  = \$25 ;
-    if (rst) begin
-      \$58  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$59  = seeds[132:114];
-    if (rst) begin
-      \$59  = 19'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$60  = weights[63:56];
-    if (rst) begin
-      \$60  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$61  = \$29 ;
-    if (rst) begin
-      \$61  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$62  = seeds[151:133];
-    if (rst) begin
-      \$62  = 19'h00000;
+      \$46  = 19'h00000;
     end
   end
   always @* begin
@@ -4972,6 +4785,65 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
     \$35  = first;
     if (rst) begin
       \$35  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$36  = first_0;
+    if (rst) begin
+      \$36  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$37  = value;
+    if (rst) begin
+      \$37  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$38  = seeds[18:0];
+    if (rst) begin
+      \$38  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$39  = acc;
+    if (\$2 ) begin
+      \$39 [18:0] = \$4 [18:0];
+    end
+    if (\$6 ) begin
+      \$39 [37:19] = \$8 [18:0];
+    end
+    if (\$10 ) begin
+      \$39 [56:38] = \$12 [18:0];
+    end
+    if (\$14 ) begin
+      \$39 [75:57] = \$16 [18:0];
+    end
+    if (\$18 ) begin
+      \$39 [94:76] = \$20 [18:0];
+    end
+    if (\$22 ) begin
+      \$39 [113:95] = \$24 [18:0];
+    end
+    if (\$26 ) begin
+      \$39 [132:114] = \$28 [18:0];
+    end
+    if (\$30 ) begin
+      \$39 [151:133] = \$32 [18:0];
+    end
+    if (rst) begin
+      \$39  = 152'h00000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$40  = seeds[37:19];
+    if (rst) begin
+      \$40  = 19'h00000;
     end
   end
   assign \weights[0]  = weights[7:0];
@@ -9380,34 +9252,18 @@ module \accelerator.layer1.front.lanes (rst, weights, seeds, valid, first, value
   reg \$35 ;
   reg \$36 ;
   reg [16:0] \$37 ;
-  reg [7:0] \$38 ;
-  reg [24:0] \$39 ;
+  reg [27:0] \$38 ;
+  reg [223:0] \$39 ;
   wire [28:0] \$4 ;
   reg [27:0] \$40 ;
-  reg [223:0] \$41 ;
-  reg [7:0] \$42 ;
-  reg [24:0] \$43 ;
+  reg [27:0] \$41 ;
+  reg [27:0] \$42 ;
+  reg [27:0] \$43 ;
   reg [27:0] \$44 ;
-  reg [7:0] \$45 ;
-  reg [24:0] \$46 ;
-  reg [27:0] \$47 ;
-  reg [7:0] \$48 ;
-  reg [24:0] \$49 ;
+  reg [27:0] \$45 ;
+  reg [27:0] \$46 ;
   wire [24:0] \$5 ;
-  reg [27:0] \$50 ;
-  reg [7:0] \$51 ;
-  reg [24:0] \$52 ;
-  reg [27:0] \$53 ;
-  reg [7:0] \$54 ;
-  reg [24:0] \$55 ;
-  reg [27:0] \$56 ;
-  reg [7:0] \$57 ;
-  reg [24:0] \$58 ;
-  reg [27:0] \$59 ;
   wire \$6 ;
-  reg [7:0] \$60 ;
-  reg [24:0] \$61 ;
-  reg [27:0] \$62 ;
   wire [27:0] \$7 ;
   wire [28:0] \$8 ;
   wire [24:0] \$9 ;
@@ -9481,61 +9337,39 @@ module \accelerator.layer1.front.lanes (rst, weights, seeds, valid, first, value
   wire [7:0] \weights[6] ;
   wire [7:0] \weights[7] ;
   always @(posedge clk)
-    first_0 <= \$35 ;
+    product_2 <= \$9 ;
   always @(posedge clk)
-    first_1 <= \$36 ;
+    seed_2 <= \$41 ;
   always @(posedge clk)
-    value_r <= \$37 ;
+    weight_3 <= weights[31:24];
   always @(posedge clk)
-    weight_0 <= \$38 ;
+    product_3 <= \$13 ;
   always @(posedge clk)
-    product_0 <= \$39 ;
+    seed_3 <= \$42 ;
   always @(posedge clk)
-    seed_0 <= \$40 ;
+    weight_4 <= weights[39:32];
   always @(posedge clk)
-    acc <= \$41 ;
+    product_4 <= \$17 ;
   always @(posedge clk)
-    weight_1 <= \$42 ;
+    seed_4 <= \$43 ;
   always @(posedge clk)
-    product_1 <= \$43 ;
+    weight_5 <= weights[47:40];
   always @(posedge clk)
-    seed_1 <= \$44 ;
+    product_5 <= \$21 ;
   always @(posedge clk)
-    weight_2 <= \$45 ;
+    seed_5 <= \$44 ;
   always @(posedge clk)
-    product_2 <= \$46 ;
+    weight_6 <= weights[55:48];
   always @(posedge clk)
-    seed_2 <= \$47 ;
+    product_6 <= \$25 ;
   always @(posedge clk)
-    weight_3 <= \$48 ;
+    seed_6 <= \$45 ;
   always @(posedge clk)
-    product_3 <= \$49 ;
+    weight_7 <= weights[63:56];
   always @(posedge clk)
-    seed_3 <= \$50 ;
+    product_7 <= \$29 ;
   always @(posedge clk)
-    weight_4 <= \$51 ;
-  always @(posedge clk)
-    product_4 <= \$52 ;
-  always @(posedge clk)
-    seed_4 <= \$53 ;
-  always @(posedge clk)
-    weight_5 <= \$54 ;
-  always @(posedge clk)
-    product_5 <= \$55 ;
-  always @(posedge clk)
-    seed_5 <= \$56 ;
-  always @(posedge clk)
-    weight_6 <= \$57 ;
-  always @(posedge clk)
-    product_6 <= \$58 ;
-  always @(posedge clk)
-    seed_6 <= \$59 ;
-  always @(posedge clk)
-    weight_7 <= \$60 ;
-  always @(posedge clk)
-    product_7 <= \$61 ;
-  always @(posedge clk)
-    seed_7 <= \$62 ;
+    seed_7 <= \$46 ;
   assign \$1  = $signed(weight_0) * $signed(value_r);
   assign \$3  = first_1 ? seed_0 : acc[27:0];
   assign \$4  = $signed(\$3 ) + $signed(product_0);
@@ -9564,217 +9398,68 @@ module \accelerator.layer1.front.lanes (rst, weights, seeds, valid, first, value
     valid_0 <= \$33 ;
   always @(posedge clk)
     valid_1 <= \$34 ;
+  always @(posedge clk)
+    first_0 <= \$35 ;
+  always @(posedge clk)
+    first_1 <= \$36 ;
+  always @(posedge clk)
+    value_r <= \$37 ;
+  always @(posedge clk)
+    weight_0 <= weights[7:0];
+  always @(posedge clk)
+    product_0 <= \$1 ;
+  always @(posedge clk)
+    seed_0 <= \$38 ;
+  always @(posedge clk)
+    acc <= \$39 ;
+  always @(posedge clk)
+    weight_1 <= weights[15:8];
+  always @(posedge clk)
+    product_1 <= \$5 ;
+  always @(posedge clk)
+    seed_1 <= \$40 ;
+  always @(posedge clk)
+    weight_2 <= weights[23:16];
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$36  = first_0;
+    \$41  = seeds[83:56];
     if (rst) begin
-      \$36  = 1'h0;
+      \$41  = 28'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$37  = value;
+    \$42  = seeds[111:84];
     if (rst) begin
-      \$37  = 17'h00000;
+      \$42  = 28'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$38  = weights[7:0];
+    \$43  = seeds[139:112];
     if (rst) begin
-      \$38  = 8'h00;
+      \$43  = 28'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$39  = \$1 ;
-    if (rst) begin
-      \$39  = 25'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$40  = seeds[27:0];
-    if (rst) begin
-      \$40  = 28'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$41  = acc;
-    if (\$2 ) begin
-      \$41 [27:0] = \$4 [27:0];
-    end
-    if (\$6 ) begin
-      \$41 [55:28] = \$8 [27:0];
-    end
-    if (\$10 ) begin
-      \$41 [83:56] = \$12 [27:0];
-    end
-    if (\$14 ) begin
-      \$41 [111:84] = \$16 [27:0];
-    end
-    if (\$18 ) begin
-      \$41 [139:112] = \$20 [27:0];
-    end
-    if (\$22 ) begin
-      \$41 [167:140] = \$24 [27:0];
-    end
-    if (\$26 ) begin
-      \$41 [195:168] = \$28 [27:0];
-    end
-    if (\$30 ) begin
-      \$41 [223:196] = \$32 [27:0];
-    end
-    if (rst) begin
-      \$41  = 224'h00000000000000000000000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$42  = weights[15:8];
-    if (rst) begin
-      \$42  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$43  = \$5 ;
-    if (rst) begin
-      \$43  = 25'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$44  = seeds[55:28];
+    \$44  = seeds[167:140];
     if (rst) begin
       \$44  = 28'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$45  = weights[23:16];
+    \$45  = seeds[195:168];
     if (rst) begin
-      \$45  = 8'h00;
+      \$45  = 28'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$46  = \$9 ;
+    \$46  = seeds[223:196];
     if (rst) begin
-      \$46  = 25'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$47  = seeds[83:56];
-    if (rst) begin
-      \$47  = 28'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$48  = weights[31:24];
-    if (rst) begin
-      \$48  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$49  = \$13 ;
-    if (rst) begin
-      \$49  = 25'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$50  = seeds[111:84];
-    if (rst) begin
-      \$50  = 28'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$51  = weights[39:32];
-    if (rst) begin
-      \$51  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$52  = \$17 ;
-    if (rst) begin
-      \$52  = 25'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$53  = seeds[139:112];
-    if (rst) begin
-      \$53  = 28'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$54  = weights[47:40];
-    if (rst) begin
-      \$54  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$55  = \$21 ;
-    if (rst) begin
-      \$55  = 25'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$56  = seeds[167:140];
-    if (rst) begin
-      \$56  = 28'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$57  = weights[55:48];
-    if (rst) begin
-      \$57  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$58  = \$25 ;
-    if (rst) begin
-      \$58  = 25'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$59  = seeds[195:168];
-    if (rst) begin
-      \$59  = 28'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$60  = weights[63:56];
-    if (rst) begin
-      \$60  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$61  = \$29 ;
-    if (rst) begin
-      \$61  = 25'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$62  = seeds[223:196];
-    if (rst) begin
-      \$62  = 28'h0000000;
+      \$46  = 28'h0000000;
     end
   end
   always @* begin
@@ -9796,6 +9481,65 @@ module \accelerator.layer1.front.lanes (rst, weights, seeds, valid, first, value
     \$35  = first;
     if (rst) begin
       \$35  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
+    \$36  = first_0;
+    if (rst) begin
+      \$36  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
+    \$37  = value;
+    if (rst) begin
+      \$37  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
+    \$38  = seeds[27:0];
+    if (rst) begin
+      \$38  = 28'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
+    \$39  = acc;
+    if (\$2 ) begin
+      \$39 [27:0] = \$4 [27:0];
+    end
+    if (\$6 ) begin
+      \$39 [55:28] = \$8 [27:0];
+    end
+    if (\$10 ) begin
+      \$39 [83:56] = \$12 [27:0];
+    end
+    if (\$14 ) begin
+      \$39 [111:84] = \$16 [27:0];
+    end
+    if (\$18 ) begin
+      \$39 [139:112] = \$20 [27:0];
+    end
+    if (\$22 ) begin
+      \$39 [167:140] = \$24 [27:0];
+    end
+    if (\$26 ) begin
+      \$39 [195:168] = \$28 [27:0];
+    end
+    if (\$30 ) begin
+      \$39 [223:196] = \$32 [27:0];
+    end
+    if (rst) begin
+      \$39  = 224'h00000000000000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
+    \$40  = seeds[55:28];
+    if (rst) begin
+      \$40  = 28'h0000000;
     end
   end
   assign \weights[0]  = weights[7:0];
@@ -12531,20 +12275,12 @@ module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, valu
   wire \$2 ;
   reg \$20 ;
   reg [23:0] \$21 ;
-  reg [7:0] \$22 ;
-  reg [31:0] \$23 ;
+  reg [35:0] \$22 ;
+  reg [143:0] \$23 ;
   reg [35:0] \$24 ;
-  reg [143:0] \$25 ;
-  reg [7:0] \$26 ;
-  reg [31:0] \$27 ;
-  reg [35:0] \$28 ;
-  reg [7:0] \$29 ;
+  reg [35:0] \$25 ;
+  reg [35:0] \$26 ;
   wire [35:0] \$3 ;
-  reg [31:0] \$30 ;
-  reg [35:0] \$31 ;
-  reg [7:0] \$32 ;
-  reg [31:0] \$33 ;
-  reg [35:0] \$34 ;
   wire [36:0] \$4 ;
   wire [31:0] \$5 ;
   wire \$6 ;
@@ -12619,31 +12355,31 @@ module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, valu
   always @(posedge clk)
     value_r <= \$21 ;
   always @(posedge clk)
-    weight_0 <= \$22 ;
+    weight_0 <= weights[7:0];
   always @(posedge clk)
-    product_0 <= \$23 ;
+    product_0 <= \$1 ;
   always @(posedge clk)
-    seed_0 <= \$24 ;
+    seed_0 <= \$22 ;
   always @(posedge clk)
-    acc <= \$25 ;
+    acc <= \$23 ;
   always @(posedge clk)
-    weight_1 <= \$26 ;
+    weight_1 <= weights[15:8];
   always @(posedge clk)
-    product_1 <= \$27 ;
+    product_1 <= \$5 ;
   always @(posedge clk)
-    seed_1 <= \$28 ;
+    seed_1 <= \$24 ;
   always @(posedge clk)
-    weight_2 <= \$29 ;
+    weight_2 <= weights[23:16];
   always @(posedge clk)
-    product_2 <= \$30 ;
+    product_2 <= \$9 ;
   always @(posedge clk)
-    seed_2 <= \$31 ;
+    seed_2 <= \$25 ;
   always @(posedge clk)
-    weight_3 <= \$32 ;
+    weight_3 <= weights[31:24];
   always @(posedge clk)
-    product_3 <= \$33 ;
+    product_3 <= \$13 ;
   always @(posedge clk)
-    seed_3 <= \$34 ;
+    seed_3 <= \$26 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$29 ) begin end
     \$17  = valid;
@@ -12681,105 +12417,49 @@ module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, valu
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$29 ) begin end
-    \$22  = weights[7:0];
+    \$22  = seeds[35:0];
     if (rst) begin
-      \$22  = 8'h00;
+      \$22  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$29 ) begin end
-    \$23  = \$1 ;
+    \$23  = acc;
+    if (\$2 ) begin
+      \$23 [35:0] = \$4 [35:0];
+    end
+    if (\$6 ) begin
+      \$23 [71:36] = \$8 [35:0];
+    end
+    if (\$10 ) begin
+      \$23 [107:72] = \$12 [35:0];
+    end
+    if (\$14 ) begin
+      \$23 [143:108] = \$16 [35:0];
+    end
     if (rst) begin
-      \$23  = 32'd0;
+      \$23  = 144'h000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$29 ) begin end
-    \$24  = seeds[35:0];
+    \$24  = seeds[71:36];
     if (rst) begin
       \$24  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$29 ) begin end
-    \$25  = acc;
-    if (\$2 ) begin
-      \$25 [35:0] = \$4 [35:0];
-    end
-    if (\$6 ) begin
-      \$25 [71:36] = \$8 [35:0];
-    end
-    if (\$10 ) begin
-      \$25 [107:72] = \$12 [35:0];
-    end
-    if (\$14 ) begin
-      \$25 [143:108] = \$16 [35:0];
-    end
+    \$25  = seeds[107:72];
     if (rst) begin
-      \$25  = 144'h000000000000000000000000000000000000;
+      \$25  = 36'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$29 ) begin end
-    \$26  = weights[15:8];
+    \$26  = seeds[143:108];
     if (rst) begin
-      \$26  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$29 ) begin end
-    \$27  = \$5 ;
-    if (rst) begin
-      \$27  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$29 ) begin end
-    \$28  = seeds[71:36];
-    if (rst) begin
-      \$28  = 36'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$29 ) begin end
-    \$29  = weights[23:16];
-    if (rst) begin
-      \$29  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$29 ) begin end
-    \$30  = \$9 ;
-    if (rst) begin
-      \$30  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$29 ) begin end
-    \$31  = seeds[107:72];
-    if (rst) begin
-      \$31  = 36'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$29 ) begin end
-    \$32  = weights[31:24];
-    if (rst) begin
-      \$32  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$29 ) begin end
-    \$33  = \$13 ;
-    if (rst) begin
-      \$33  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$29 ) begin end
-    \$34  = seeds[143:108];
-    if (rst) begin
-      \$34  = 36'h000000000;
+      \$26  = 36'h000000000;
     end
   end
   assign \weights[0]  = weights[7:0];

@@ -3699,34 +3699,18 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
   reg \$35 ;
   reg \$36 ;
   reg [7:0] \$37 ;
-  reg [3:0] \$38 ;
-  reg [11:0] \$39 ;
+  reg [16:0] \$38 ;
+  reg [135:0] \$39 ;
   wire [17:0] \$4 ;
   reg [16:0] \$40 ;
-  reg [135:0] \$41 ;
-  reg [3:0] \$42 ;
-  reg [11:0] \$43 ;
+  reg [16:0] \$41 ;
+  reg [16:0] \$42 ;
+  reg [16:0] \$43 ;
   reg [16:0] \$44 ;
-  reg [3:0] \$45 ;
-  reg [11:0] \$46 ;
-  reg [16:0] \$47 ;
-  reg [3:0] \$48 ;
-  reg [11:0] \$49 ;
+  reg [16:0] \$45 ;
+  reg [16:0] \$46 ;
   wire [11:0] \$5 ;
-  reg [16:0] \$50 ;
-  reg [3:0] \$51 ;
-  reg [11:0] \$52 ;
-  reg [16:0] \$53 ;
-  reg [3:0] \$54 ;
-  reg [11:0] \$55 ;
-  reg [16:0] \$56 ;
-  reg [3:0] \$57 ;
-  reg [11:0] \$58 ;
-  reg [16:0] \$59 ;
   wire \$6 ;
-  reg [3:0] \$60 ;
-  reg [11:0] \$61 ;
-  reg [16:0] \$62 ;
   wire [16:0] \$7 ;
   wire [17:0] \$8 ;
   wire [11:0] \$9 ;
@@ -3800,61 +3784,39 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
   wire [3:0] \weights[6] ;
   wire [3:0] \weights[7] ;
   always @(posedge clk)
-    first_0 <= \$35 ;
+    product_2 <= \$9 ;
   always @(posedge clk)
-    first_1 <= \$36 ;
+    seed_2 <= \$41 ;
   always @(posedge clk)
-    value_r <= \$37 ;
+    weight_3 <= weights[15:12];
   always @(posedge clk)
-    weight_0 <= \$38 ;
+    product_3 <= \$13 ;
   always @(posedge clk)
-    product_0 <= \$39 ;
+    seed_3 <= \$42 ;
   always @(posedge clk)
-    seed_0 <= \$40 ;
+    weight_4 <= weights[19:16];
   always @(posedge clk)
-    acc <= \$41 ;
+    product_4 <= \$17 ;
   always @(posedge clk)
-    weight_1 <= \$42 ;
+    seed_4 <= \$43 ;
   always @(posedge clk)
-    product_1 <= \$43 ;
+    weight_5 <= weights[23:20];
   always @(posedge clk)
-    seed_1 <= \$44 ;
+    product_5 <= \$21 ;
   always @(posedge clk)
-    weight_2 <= \$45 ;
+    seed_5 <= \$44 ;
   always @(posedge clk)
-    product_2 <= \$46 ;
+    weight_6 <= weights[27:24];
   always @(posedge clk)
-    seed_2 <= \$47 ;
+    product_6 <= \$25 ;
   always @(posedge clk)
-    weight_3 <= \$48 ;
+    seed_6 <= \$45 ;
   always @(posedge clk)
-    product_3 <= \$49 ;
+    weight_7 <= weights[31:28];
   always @(posedge clk)
-    seed_3 <= \$50 ;
+    product_7 <= \$29 ;
   always @(posedge clk)
-    weight_4 <= \$51 ;
-  always @(posedge clk)
-    product_4 <= \$52 ;
-  always @(posedge clk)
-    seed_4 <= \$53 ;
-  always @(posedge clk)
-    weight_5 <= \$54 ;
-  always @(posedge clk)
-    product_5 <= \$55 ;
-  always @(posedge clk)
-    seed_5 <= \$56 ;
-  always @(posedge clk)
-    weight_6 <= \$57 ;
-  always @(posedge clk)
-    product_6 <= \$58 ;
-  always @(posedge clk)
-    seed_6 <= \$59 ;
-  always @(posedge clk)
-    weight_7 <= \$60 ;
-  always @(posedge clk)
-    product_7 <= \$61 ;
-  always @(posedge clk)
-    seed_7 <= \$62 ;
+    seed_7 <= \$46 ;
   assign \$1  = $signed(weight_0) * $signed(value_r);
   assign \$3  = first_1 ? seed_0 : acc[16:0];
   assign \$4  = $signed(\$3 ) + $signed(product_0);
@@ -3883,217 +3845,68 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
     valid_0 <= \$33 ;
   always @(posedge clk)
     valid_1 <= \$34 ;
+  always @(posedge clk)
+    first_0 <= \$35 ;
+  always @(posedge clk)
+    first_1 <= \$36 ;
+  always @(posedge clk)
+    value_r <= \$37 ;
+  always @(posedge clk)
+    weight_0 <= weights[3:0];
+  always @(posedge clk)
+    product_0 <= \$1 ;
+  always @(posedge clk)
+    seed_0 <= \$38 ;
+  always @(posedge clk)
+    acc <= \$39 ;
+  always @(posedge clk)
+    weight_1 <= weights[7:4];
+  always @(posedge clk)
+    product_1 <= \$5 ;
+  always @(posedge clk)
+    seed_1 <= \$40 ;
+  always @(posedge clk)
+    weight_2 <= weights[11:8];
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$36  = first_0;
+    \$41  = seeds[50:34];
     if (rst) begin
-      \$36  = 1'h0;
+      \$41  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$37  = value;
+    \$42  = seeds[67:51];
     if (rst) begin
-      \$37  = 8'h00;
+      \$42  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$38  = weights[3:0];
+    \$43  = seeds[84:68];
     if (rst) begin
-      \$38  = 4'h0;
+      \$43  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$39  = \$1 ;
-    if (rst) begin
-      \$39  = 12'h000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$40  = seeds[16:0];
-    if (rst) begin
-      \$40  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$41  = acc;
-    if (\$2 ) begin
-      \$41 [16:0] = \$4 [16:0];
-    end
-    if (\$6 ) begin
-      \$41 [33:17] = \$8 [16:0];
-    end
-    if (\$10 ) begin
-      \$41 [50:34] = \$12 [16:0];
-    end
-    if (\$14 ) begin
-      \$41 [67:51] = \$16 [16:0];
-    end
-    if (\$18 ) begin
-      \$41 [84:68] = \$20 [16:0];
-    end
-    if (\$22 ) begin
-      \$41 [101:85] = \$24 [16:0];
-    end
-    if (\$26 ) begin
-      \$41 [118:102] = \$28 [16:0];
-    end
-    if (\$30 ) begin
-      \$41 [135:119] = \$32 [16:0];
-    end
-    if (rst) begin
-      \$41  = 136'h0000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$42  = weights[7:4];
-    if (rst) begin
-      \$42  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$43  = \$5 ;
-    if (rst) begin
-      \$43  = 12'h000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$44  = seeds[33:17];
+    \$44  = seeds[101:85];
     if (rst) begin
       \$44  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$45  = weights[11:8];
+    \$45  = seeds[118:102];
     if (rst) begin
-      \$45  = 4'h0;
+      \$45  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$46  = \$9 ;
+    \$46  = seeds[135:119];
     if (rst) begin
-      \$46  = 12'h000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$47  = seeds[50:34];
-    if (rst) begin
-      \$47  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$48  = weights[15:12];
-    if (rst) begin
-      \$48  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$49  = \$13 ;
-    if (rst) begin
-      \$49  = 12'h000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$50  = seeds[67:51];
-    if (rst) begin
-      \$50  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$51  = weights[19:16];
-    if (rst) begin
-      \$51  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$52  = \$17 ;
-    if (rst) begin
-      \$52  = 12'h000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$53  = seeds[84:68];
-    if (rst) begin
-      \$53  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$54  = weights[23:20];
-    if (rst) begin
-      \$54  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$55  = \$21 ;
-    if (rst) begin
-      \$55  = 12'h000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$56  = seeds[101:85];
-    if (rst) begin
-      \$56  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$57  = weights[27:24];
-    if (rst) begin
-      \$57  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$58  = \$25 ;
-    if (rst) begin
-      \$58  = 12'h000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$59  = seeds[118:102];
-    if (rst) begin
-      \$59  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$60  = weights[31:28];
-    if (rst) begin
-      \$60  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$61  = \$29 ;
-    if (rst) begin
-      \$61  = 12'h000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$62  = seeds[135:119];
-    if (rst) begin
-      \$62  = 17'h00000;
+      \$46  = 17'h00000;
     end
   end
   always @* begin
@@ -4115,6 +3928,65 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
     \$35  = first;
     if (rst) begin
       \$35  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$36  = first_0;
+    if (rst) begin
+      \$36  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$37  = value;
+    if (rst) begin
+      \$37  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$38  = seeds[16:0];
+    if (rst) begin
+      \$38  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$39  = acc;
+    if (\$2 ) begin
+      \$39 [16:0] = \$4 [16:0];
+    end
+    if (\$6 ) begin
+      \$39 [33:17] = \$8 [16:0];
+    end
+    if (\$10 ) begin
+      \$39 [50:34] = \$12 [16:0];
+    end
+    if (\$14 ) begin
+      \$39 [67:51] = \$16 [16:0];
+    end
+    if (\$18 ) begin
+      \$39 [84:68] = \$20 [16:0];
+    end
+    if (\$22 ) begin
+      \$39 [101:85] = \$24 [16:0];
+    end
+    if (\$26 ) begin
+      \$39 [118:102] = \$28 [16:0];
+    end
+    if (\$30 ) begin
+      \$39 [135:119] = \$32 [16:0];
+    end
+    if (rst) begin
+      \$39  = 136'h0000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$40  = seeds[33:17];
+    if (rst) begin
+      \$40  = 17'h00000;
     end
   end
   assign \weights[0]  = weights[3:0];
@@ -6808,20 +6680,12 @@ module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, valu
   wire \$2 ;
   reg \$20 ;
   reg [15:0] \$21 ;
-  reg [3:0] \$22 ;
-  reg [19:0] \$23 ;
+  reg [24:0] \$22 ;
+  reg [99:0] \$23 ;
   reg [24:0] \$24 ;
-  reg [99:0] \$25 ;
-  reg [3:0] \$26 ;
-  reg [19:0] \$27 ;
-  reg [24:0] \$28 ;
-  reg [3:0] \$29 ;
+  reg [24:0] \$25 ;
+  reg [24:0] \$26 ;
   wire [24:0] \$3 ;
-  reg [19:0] \$30 ;
-  reg [24:0] \$31 ;
-  reg [3:0] \$32 ;
-  reg [19:0] \$33 ;
-  reg [24:0] \$34 ;
   wire [25:0] \$4 ;
   wire [19:0] \$5 ;
   wire \$6 ;
@@ -6896,31 +6760,31 @@ module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, valu
   always @(posedge clk)
     value_r <= \$21 ;
   always @(posedge clk)
-    weight_0 <= \$22 ;
+    weight_0 <= weights[3:0];
   always @(posedge clk)
-    product_0 <= \$23 ;
+    product_0 <= \$1 ;
   always @(posedge clk)
-    seed_0 <= \$24 ;
+    seed_0 <= \$22 ;
   always @(posedge clk)
-    acc <= \$25 ;
+    acc <= \$23 ;
   always @(posedge clk)
-    weight_1 <= \$26 ;
+    weight_1 <= weights[7:4];
   always @(posedge clk)
-    product_1 <= \$27 ;
+    product_1 <= \$5 ;
   always @(posedge clk)
-    seed_1 <= \$28 ;
+    seed_1 <= \$24 ;
   always @(posedge clk)
-    weight_2 <= \$29 ;
+    weight_2 <= weights[11:8];
   always @(posedge clk)
-    product_2 <= \$30 ;
+    product_2 <= \$9 ;
   always @(posedge clk)
-    seed_2 <= \$31 ;
+    seed_2 <= \$25 ;
   always @(posedge clk)
-    weight_3 <= \$32 ;
+    weight_3 <= weights[15:12];
   always @(posedge clk)
-    product_3 <= \$33 ;
+    product_3 <= \$13 ;
   always @(posedge clk)
-    seed_3 <= \$34 ;
+    seed_3 <= \$26 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$17  = valid;
@@ -6958,105 +6822,49 @@ module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, valu
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$22  = weights[3:0];
+    \$22  = seeds[24:0];
     if (rst) begin
-      \$22  = 4'h0;
+      \$22  = 25'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$23  = \$1 ;
+    \$23  = acc;
+    if (\$2 ) begin
+      \$23 [24:0] = \$4 [24:0];
+    end
+    if (\$6 ) begin
+      \$23 [49:25] = \$8 [24:0];
+    end
+    if (\$10 ) begin
+      \$23 [74:50] = \$12 [24:0];
+    end
+    if (\$14 ) begin
+      \$23 [99:75] = \$16 [24:0];
+    end
     if (rst) begin
-      \$23  = 20'h00000;
+      \$23  = 100'h0000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$24  = seeds[24:0];
+    \$24  = seeds[49:25];
     if (rst) begin
       \$24  = 25'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$25  = acc;
-    if (\$2 ) begin
-      \$25 [24:0] = \$4 [24:0];
-    end
-    if (\$6 ) begin
-      \$25 [49:25] = \$8 [24:0];
-    end
-    if (\$10 ) begin
-      \$25 [74:50] = \$12 [24:0];
-    end
-    if (\$14 ) begin
-      \$25 [99:75] = \$16 [24:0];
-    end
+    \$25  = seeds[74:50];
     if (rst) begin
-      \$25  = 100'h0000000000000000000000000;
+      \$25  = 25'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$26  = weights[7:4];
+    \$26  = seeds[99:75];
     if (rst) begin
-      \$26  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$27  = \$5 ;
-    if (rst) begin
-      \$27  = 20'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$28  = seeds[49:25];
-    if (rst) begin
-      \$28  = 25'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$29  = weights[11:8];
-    if (rst) begin
-      \$29  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$30  = \$9 ;
-    if (rst) begin
-      \$30  = 20'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$31  = seeds[74:50];
-    if (rst) begin
-      \$31  = 25'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$32  = weights[15:12];
-    if (rst) begin
-      \$32  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$33  = \$13 ;
-    if (rst) begin
-      \$33  = 20'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$34  = seeds[99:75];
-    if (rst) begin
-      \$34  = 25'h0000000;
+      \$26  = 25'h0000000;
     end
   end
   assign \weights[0]  = weights[3:0];

@@ -1094,7 +1094,7 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
     .\new (\new ),
     .old(old),
     .params(params),
-    .\port$519$0 (\$51 ),
+    .\port$520$0 (\$51 ),
     .rst(rst),
     .spike(gate),
     .v_new(potential),
@@ -1106,7 +1106,7 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
     .\new (\new$81 ),
     .old(\old$20 ),
     .params(\params$19 ),
-    .\port$547$0 (\$52 ),
+    .\port$548$0 (\$52 ),
     .rst(rst),
     .spike(\gate$85 ),
     .v_new(\potential$87 ),
@@ -3363,14 +3363,10 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
   reg \$11 ;
   reg \$12 ;
   reg [10:0] \$13 ;
-  reg [7:0] \$14 ;
-  reg [18:0] \$15 ;
+  reg [18:0] \$14 ;
+  reg [37:0] \$15 ;
   reg [18:0] \$16 ;
-  reg [37:0] \$17 ;
-  reg [7:0] \$18 ;
-  reg [18:0] \$19 ;
   wire \$2 ;
-  reg [18:0] \$20 ;
   wire [18:0] \$3 ;
   wire [19:0] \$4 ;
   wire [18:0] \$5 ;
@@ -3428,19 +3424,19 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
   always @(posedge clk)
     value_r <= \$13 ;
   always @(posedge clk)
-    weight_0 <= \$14 ;
+    weight_0 <= weights[7:0];
   always @(posedge clk)
-    product_0 <= \$15 ;
+    product_0 <= \$1 ;
   always @(posedge clk)
-    seed_0 <= \$16 ;
+    seed_0 <= \$14 ;
   always @(posedge clk)
-    acc <= \$17 ;
+    acc <= \$15 ;
   always @(posedge clk)
-    weight_1 <= \$18 ;
+    weight_1 <= weights[15:8];
   always @(posedge clk)
-    product_1 <= \$19 ;
+    product_1 <= \$5 ;
   always @(posedge clk)
-    seed_1 <= \$20 ;
+    seed_1 <= \$16 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$9  = valid;
@@ -3478,57 +3474,29 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$14  = weights[7:0];
+    \$14  = seeds[18:0];
     if (rst) begin
-      \$14  = 8'h00;
+      \$14  = 19'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$15  = \$1 ;
-    if (rst) begin
-      \$15  = 19'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$16  = seeds[18:0];
-    if (rst) begin
-      \$16  = 19'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$17  = acc;
+    \$15  = acc;
     if (\$2 ) begin
-      \$17 [18:0] = \$4 [18:0];
+      \$15 [18:0] = \$4 [18:0];
     end
     if (\$6 ) begin
-      \$17 [37:19] = \$8 [18:0];
+      \$15 [37:19] = \$8 [18:0];
     end
     if (rst) begin
-      \$17  = 38'h0000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$18  = weights[15:8];
-    if (rst) begin
-      \$18  = 8'h00;
+      \$15  = 38'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$19  = \$5 ;
+    \$16  = seeds[37:19];
     if (rst) begin
-      \$19  = 19'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$20  = seeds[37:19];
-    if (rst) begin
-      \$20  = 19'h00000;
+      \$16  = 19'h00000;
     end
   end
   assign \weights[0]  = weights[7:0];
@@ -3727,7 +3695,7 @@ module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__p
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_0 (rst, v_new, v_new_clipped, spike, \port$519$0 , params, old, acc, \new , clk);
+module \accelerator.layer0.update_0 (rst, v_new, v_new_clipped, spike, \port$520$0 , params, old, acc, \new , clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -3778,8 +3746,8 @@ module \accelerator.layer0.update_0 (rst, v_new, v_new_clipped, spike, \port$519
   wire [22:0] params;
   wire [6:0] \params.in_shift ;
   wire [15:0] \params.theta ;
-  output \port$519$0 ;
-  wire \port$519$0 ;
+  output \port$520$0 ;
+  wire \port$520$0 ;
   wire [15:0] potential;
   input rst;
   wire rst;
@@ -3866,7 +3834,7 @@ module \accelerator.layer0.update_0 (rst, v_new, v_new_clipped, spike, \port$519
   assign gate = spike;
   assign potential = v_new;
   assign saturated = v_new_clipped;
-  assign \port$519$0  = \$19 ;
+  assign \port$520$0  = \$19 ;
   assign \params.in_shift  = params[6:0];
   assign \params.theta  = params[22:7];
   assign \acc.in  = acc;
@@ -3880,7 +3848,7 @@ module \accelerator.layer0.update_0 (rst, v_new, v_new_clipped, spike, \port$519
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_1 (rst, v_new, v_new_clipped, spike, \port$547$0 , params, old, acc, \new , clk);
+module \accelerator.layer0.update_1 (rst, v_new, v_new_clipped, spike, \port$548$0 , params, old, acc, \new , clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -3931,8 +3899,8 @@ module \accelerator.layer0.update_1 (rst, v_new, v_new_clipped, spike, \port$547
   wire [22:0] params;
   wire [6:0] \params.in_shift ;
   wire [15:0] \params.theta ;
-  output \port$547$0 ;
-  wire \port$547$0 ;
+  output \port$548$0 ;
+  wire \port$548$0 ;
   wire [15:0] potential;
   input rst;
   wire rst;
@@ -4019,7 +3987,7 @@ module \accelerator.layer0.update_1 (rst, v_new, v_new_clipped, spike, \port$547
   assign gate = spike;
   assign potential = v_new;
   assign saturated = v_new_clipped;
-  assign \port$547$0  = \$19 ;
+  assign \port$548$0  = \$19 ;
   assign \params.in_shift  = params[6:0];
   assign \params.theta  = params[22:7];
   assign \acc.in  = acc;
@@ -4055,21 +4023,21 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   wire \$113 ;
   wire \$114 ;
   wire \$115 ;
-  wire \$116 ;
-  wire [1:0] \$117 ;
+  wire [1:0] \$116 ;
+  wire \$117 ;
   wire \$118 ;
   wire \$119 ;
   wire \$12 ;
   wire \$120 ;
   wire \$121 ;
-  wire \$122 ;
+  wire [1:0] \$122 ;
   wire [1:0] \$123 ;
-  wire [1:0] \$124 ;
+  wire \$124 ;
   wire \$125 ;
-  wire \$126 ;
-  wire [2:0] \$127 ;
-  wire [1:0] \$128 ;
-  wire [32:0] \$129 ;
+  wire [2:0] \$126 ;
+  wire [1:0] \$127 ;
+  wire [32:0] \$128 ;
+  reg [31:0] \$129 ;
   wire [1:0] \$13 ;
   reg [31:0] \$130 ;
   reg [31:0] \$131 ;
@@ -4080,19 +4048,19 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   reg [31:0] \$136 ;
   reg [31:0] \$137 ;
   reg [31:0] \$138 ;
-  reg [31:0] \$139 ;
-  wire [10:0] \$14 ;
+  reg \$139 ;
+  wire [1:0] \$14 ;
   reg \$140 ;
   reg \$141 ;
-  reg \$142 ;
-  reg [1:0] \$143 ;
+  reg [1:0] \$142 ;
+  reg \$143 ;
   reg \$144 ;
   reg \$145 ;
   reg \$146 ;
   reg \$147 ;
   reg \$148 ;
   reg \$149 ;
-  wire [11:0] \$15 ;
+  wire \$15 ;
   reg [2:0] \$150 ;
   reg \$151 ;
   reg [1:0] \$152 ;
@@ -4103,35 +4071,35 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   reg [1:0] \$157 ;
   reg \$158 ;
   reg \$159 ;
-  wire \$16 ;
+  wire [3:0] \$16 ;
   reg \$160 ;
   reg \$161 ;
   reg \$162 ;
   reg [1:0] \$163 ;
   reg [31:0] \$164 ;
-  wire \$17 ;
-  wire \$18 ;
+  wire [3:0] \$17 ;
+  wire [1:0] \$18 ;
   wire \$19 ;
   wire \$2 ;
-  wire \$20 ;
-  wire \$21 ;
-  wire \$22 ;
-  wire \$23 ;
+  wire [3:0] \$20 ;
+  wire [3:0] \$21 ;
+  wire [10:0] \$22 ;
+  wire [11:0] \$23 ;
   wire \$24 ;
   wire \$25 ;
-  wire [1:0] \$26 ;
-  wire [2:0] \$27 ;
+  wire \$26 ;
+  wire \$27 ;
   wire \$28 ;
-  wire [3:0] \$29 ;
+  wire \$29 ;
   wire \$3 ;
-  wire [3:0] \$30 ;
-  wire [9:0] \$31 ;
-  wire [1:0] \$32 ;
-  wire [2:0] \$33 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
   wire \$34 ;
-  wire [3:0] \$35 ;
-  wire [3:0] \$36 ;
-  wire [9:0] \$37 ;
+  wire [9:0] \$35 ;
+  wire [9:0] \$36 ;
+  wire \$37 ;
   wire \$38 ;
   wire \$39 ;
   wire \$4 ;
@@ -4150,8 +4118,8 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   wire \$51 ;
   wire \$52 ;
   wire \$53 ;
-  wire \$54 ;
-  wire [1:0] \$55 ;
+  wire [1:0] \$54 ;
+  wire \$55 ;
   wire \$56 ;
   wire \$57 ;
   wire \$58 ;
@@ -4166,49 +4134,49 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   wire \$66 ;
   wire \$67 ;
   wire \$68 ;
-  wire \$69 ;
+  wire [1:0] \$69 ;
   wire \$7 ;
-  wire [1:0] \$70 ;
-  wire [32:0] \$71 ;
-  wire \$72 ;
-  wire [1:0] \$73 ;
-  wire [32:0] \$74 ;
-  wire [1:0] \$75 ;
-  wire [32:0] \$76 ;
-  wire \$77 ;
-  wire [1:0] \$78 ;
-  wire [32:0] \$79 ;
+  wire [32:0] \$70 ;
+  wire \$71 ;
+  wire [1:0] \$72 ;
+  wire [32:0] \$73 ;
+  wire [1:0] \$74 ;
+  wire [32:0] \$75 ;
+  wire \$76 ;
+  wire [1:0] \$77 ;
+  wire [32:0] \$78 ;
+  wire [1:0] \$79 ;
   wire \$8 ;
-  wire [1:0] \$80 ;
-  wire [32:0] \$81 ;
-  wire \$82 ;
-  wire [1:0] \$83 ;
-  wire [32:0] \$84 ;
-  wire [1:0] \$85 ;
-  wire [32:0] \$86 ;
-  wire \$87 ;
-  wire [1:0] \$88 ;
-  wire [32:0] \$89 ;
+  wire [32:0] \$80 ;
+  wire \$81 ;
+  wire [1:0] \$82 ;
+  wire [32:0] \$83 ;
+  wire [1:0] \$84 ;
+  wire [32:0] \$85 ;
+  wire \$86 ;
+  wire [1:0] \$87 ;
+  wire [32:0] \$88 ;
+  wire [1:0] \$89 ;
   wire [1:0] \$9 ;
-  wire [1:0] \$90 ;
-  wire [32:0] \$91 ;
-  wire \$92 ;
-  wire [1:0] \$93 ;
-  wire [32:0] \$94 ;
+  wire [32:0] \$90 ;
+  wire \$91 ;
+  wire [1:0] \$92 ;
+  wire [32:0] \$93 ;
+  wire \$94 ;
   wire \$95 ;
-  wire \$96 ;
-  wire [1:0] \$97 ;
-  wire \$98 ;
-  wire [1:0] \$99 ;
+  wire [1:0] \$96 ;
+  wire \$97 ;
+  wire [1:0] \$98 ;
+  wire \$99 ;
   reg \$signature__addr ;
   reg \$signature__addr$104 ;
   reg \$signature__addr$41 ;
-  reg \$signature__addr$48 ;
-  reg \$signature__addr$51 ;
-  reg \$signature__addr$52 ;
-  reg \$signature__addr$55 ;
-  reg \$signature__addr$82 ;
-  reg \$signature__addr$83 ;
+  reg \$signature__addr$58 ;
+  reg \$signature__addr$61 ;
+  reg \$signature__addr$62 ;
+  reg \$signature__addr$65 ;
+  reg \$signature__addr$85 ;
+  reg \$signature__addr$86 ;
   reg \$signature__addr$87 ;
   reg \$signature__addr$88 ;
   wire \$signature__data ;
@@ -4217,19 +4185,19 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   wire \$signature__data$36 ;
   reg \$signature__data$38 ;
   reg \$signature__data$42 ;
-  wire \$signature__data$49 ;
-  reg [9:0] \$signature__data$53 ;
-  reg [9:0] \$signature__data$56 ;
-  wire [9:0] \$signature__data$60 ;
-  wire [9:0] \$signature__data$61 ;
+  wire \$signature__data$59 ;
+  reg [9:0] \$signature__data$63 ;
+  reg [9:0] \$signature__data$66 ;
+  wire [9:0] \$signature__data$70 ;
+  wire [9:0] \$signature__data$71 ;
   reg \$signature__en ;
   reg \$signature__en$10 ;
   reg \$signature__en$11 ;
   reg \$signature__en$12 ;
   reg \$signature__en$40 ;
   reg \$signature__en$43 ;
-  reg \$signature__en$54 ;
-  reg \$signature__en$57 ;
+  reg \$signature__en$64 ;
+  reg \$signature__en$67 ;
   reg \$signature__en$7 ;
   reg \$signature__en$8 ;
   reg \$signature__en$9 ;
@@ -4253,8 +4221,8 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   reg count;
   wire credit;
   reg [2:0] dcls_state = 3'h0;
-  reg delay0;
-  reg delay1;
+  wire delay0;
+  wire delay1;
   reg empty;
   reg f_wr__addr;
   reg f_wr__data;
@@ -4327,7 +4295,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   wire [-1:0] port__addr;
   wire [-1:0] \port__addr$93 ;
   wire [31:0] port__data;
-  wire [31:0] \port__data$74 ;
+  wire [31:0] \port__data$48 ;
   wire [3:0] port__en;
   reg \port__en$5 ;
   wire [13:0] r__payload;
@@ -4344,20 +4312,21 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   reg send_first = 1'h0;
   reg seq_end = 1'h0;
   reg slot;
-  reg slot0;
-  reg slot1;
+  wire slot0;
+  wire slot1;
   reg step_seen = 1'h0;
   reg [1:0] sweep = 2'h0;
-  reg [7:0] tap_w0;
-  reg [7:0] tap_w1;
-  reg [2:0] target0;
-  reg [2:0] target1;
+  wire [7:0] tap_w0;
+  wire [7:0] tap_w1;
+  wire [2:0] target0;
+  wire [2:0] target1;
   reg [13:0] w__payload;
   wire \w__payload.index ;
   wire \w__payload.seq_end ;
   wire \w__payload.step_end ;
   wire [10:0] \w__payload.value ;
   reg w__valid;
+  reg z_addr = 1'h0;
   wire [-1:0] z_channel;
   reg z_last = 1'h0;
   reg [10:0] z_sum;
@@ -4380,8 +4349,8 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
         _0_ <= \$signature__data$42 ;
     end
     if (\$signature__en$11 ) begin
-      _1_ <= counts[\$signature__addr$83 ];
-      if (\$signature__en$43  && \$signature__addr$83  == \$signature__addr$41 )
+      _1_ <= counts[\$signature__addr$86 ];
+      if (\$signature__en$43  && \$signature__addr$86  == \$signature__addr$41 )
         _1_ <= \$signature__data$42 ;
     end
   end
@@ -4403,7 +4372,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       _2_ <= listed[\$signature__addr$87 ];
     end
     if (\$signature__en$9 ) begin
-      _3_ <= listed[\$signature__addr$82 ];
+      _3_ <= listed[\$signature__addr$85 ];
     end
   end
   assign \$signature__data$22  = _2_;
@@ -4423,7 +4392,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       _4_ <= lists[\$signature__addr$104 ];
     end
   end
-  assign \$signature__data$49  = _4_;
+  assign \$signature__data$59  = _4_;
   reg [31:0] taps [0:0];
   initial begin
     taps[0] = 32'd29425762;
@@ -4444,39 +4413,39 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       _5_ <= taps[1'h0];
     end
   end
-  assign \port__data$74  = _5_;
+  assign \port__data$48  = _5_;
   reg [9:0] zbuf0 [1:0];
   initial begin
     zbuf0[0] = 10'h000;
     zbuf0[1] = 10'h000;
   end
   always @(posedge clk) begin
-    if (\$signature__en$54 )
-      zbuf0[\$signature__addr$52 ] <= \$signature__data$53 ;
+    if (\$signature__en$64 )
+      zbuf0[\$signature__addr$62 ] <= \$signature__data$63 ;
   end
   reg [9:0] _6_;
   always @(posedge clk) begin
     if (\$signature__en$7 ) begin
-      _6_ <= zbuf0[\$signature__addr$48 ];
+      _6_ <= zbuf0[\$signature__addr$58 ];
     end
   end
-  assign \$signature__data$60  = _6_;
+  assign \$signature__data$70  = _6_;
   reg [9:0] zbuf1 [1:0];
   initial begin
     zbuf1[0] = 10'h000;
     zbuf1[1] = 10'h000;
   end
   always @(posedge clk) begin
-    if (\$signature__en$57 )
-      zbuf1[\$signature__addr$55 ] <= \$signature__data$56 ;
+    if (\$signature__en$67 )
+      zbuf1[\$signature__addr$65 ] <= \$signature__data$66 ;
   end
   reg [9:0] _7_;
   always @(posedge clk) begin
     if (\$signature__en$8 ) begin
-      _7_ <= zbuf1[\$signature__addr$51 ];
+      _7_ <= zbuf1[\$signature__addr$61 ];
     end
   end
-  assign \$signature__data$61  = _7_;
+  assign \$signature__data$71  = _7_;
   assign \$1  = config__payload[2:0] == 2'h3;
   assign \$2  = config__valid & \$1 ;
   assign port__en = \$2  << config__payload[6:5];
@@ -4494,148 +4463,150 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   assign \$11  = | need;
   assign \$12  = n_valid & \$11 ;
   assign \$13  = count + 1'h1;
-  assign \$14  = $signed(1'h0) + $signed(\$signature__data$60 );
-  assign \$15  = $signed(\$14 ) + $signed(\$signature__data$61 );
-  assign \$16  = z_last & o_seq_end;
-  assign \$17  = | z_sum;
-  assign \$18  = \$17  | z_last;
-  assign \$19  = | z_sum;
-  assign \$20  = ~ \$19 ;
-  assign \$21  = ~ z_last;
-  assign \$22  = \$20  & \$21 ;
-  assign \$24  = ~ n_stall;
-  assign \$25  = it_valid & \$24 ;
-  assign \$26  = head + delay0;
-  assign \$27  = \$26  + 1'h0;
-  assign \$28  = target0 >= 2'h2;
-  assign \$29  = target0 - 2'h2;
-  assign \$30  = \$28  ? \$29  : { 1'h0, target0 };
-  assign \$31  = $signed(tap_w0) * $signed(it_value);
-  assign \$32  = head + delay1;
-  assign \$33  = \$32  + 1'h0;
-  assign \$34  = target1 >= 2'h2;
-  assign \$35  = target1 - 2'h2;
-  assign \$36  = \$34  ? \$35  : { 1'h0, target1 };
-  assign \$37  = $signed(tap_w1) * $signed(it_value);
-  assign \$38  = ~ step_seen;
-  assign \$39  = ~ it_valid;
-  assign \$40  = \$39  | advance;
-  assign \$41  = \$38  & \$40 ;
-  assign \$42  = ~ step_seen;
-  assign \$43  = ~ it_valid;
-  assign \$44  = \$43  | advance;
-  assign \$45  = \$42  & \$44 ;
-  assign \$46  = \$45  & items__valid;
-  assign \$47  = | items__payload[2:1];
-  assign \$48  = ~ it_valid;
-  assign \$49  = step_seen & \$48 ;
-  assign \$50  = ~ n_stall;
-  assign \$51  = \$49  & \$50 ;
-  assign \$52  = send_first ? \$signature__data$35  : n_listed;
-  assign \$53  = index != n_now;
-  assign \$54  = \$53  & credit;
-  assign \$55  = index + 1'h1;
-  assign \$56  = \$55  == n_now;
-  assign \$57  = ! n_now;
-  assign \$58  = issue & last;
-  assign \$59  = empty & credit;
-  assign \$60  = \$58  | \$59 ;
-  assign \$61  = sweep == 2'h2;
-  assign \$62  = index == n_listed;
-  assign \$63  = ! dcls_state;
-  assign \$64  = dcls_state == 1'h1;
-  assign \$65  = dcls_state == 2'h2;
-  assign \$66  = dcls_state == 2'h3;
-  assign \$67  = dcls_state == 3'h4;
-  assign \$68  = dcls_state == 3'h5;
-  assign \$69  = dcls_state == 3'h6;
-  assign \$70  = 1'h0 + \port__en$5 ;
-  assign \$71  = layer0_dcls_taps_reads + \$70 ;
-  assign \$72  = | port__en;
-  assign \$73  = 1'h0 + \$72 ;
-  assign \$74  = layer0_dcls_taps_writes + \$73 ;
-  assign \$75  = 1'h0 + \$signature__en$7 ;
-  assign \$76  = layer0_dcls_zbuf_reads + \$75 ;
-  assign \$78  = 1'h0 + \$77 ;
-  assign \$79  = layer0_dcls_zbuf_writes + \$78 ;
-  assign \$80  = 1'h0 + \$signature__en$9 ;
-  assign \$81  = layer0_dcls_listed_reads + \$80 ;
-  assign \$83  = 1'h0 + \$82 ;
-  assign \$84  = layer0_dcls_listed_writes + \$83 ;
-  assign \$85  = 1'h0 + \$signature__en ;
-  assign \$86  = layer0_dcls_lists_reads + \$85 ;
-  assign \$88  = 1'h0 + \$87 ;
-  assign \$89  = layer0_dcls_lists_writes + \$88 ;
-  assign \$90  = 1'h0 + \$signature__en$11 ;
-  assign \$91  = layer0_dcls_counts_reads + \$90 ;
-  assign \$93  = 1'h0 + \$92 ;
-  assign \$94  = layer0_dcls_counts_writes + \$93 ;
-  assign \$95  = ~ n_stall;
-  assign \$97  = clear_slot + 1'h1;
-  assign \$100  = slot0 == slot1;
-  assign \$102  = ~ step_seen;
-  assign \$103  = ~ it_valid;
-  assign \$104  = \$103  | advance;
-  assign \$105  = \$102  & \$104 ;
-  assign \$106  = \$105  & items__valid;
-  assign \$107  = | items__payload[2:1];
-  assign \$108  = ~ items__valid;
-  assign \$109  = ~ it_valid;
-  assign \$110  = \$108  & \$109 ;
-  assign \$111  = ~ n_valid;
-  assign \$112  = \$110  & \$111 ;
-  assign \$113  = ~ it_valid;
-  assign \$114  = step_seen & \$113 ;
-  assign \$115  = ~ n_stall;
-  assign \$116  = \$114  & \$115 ;
-  assign \$117  = index + 1'h1;
+  assign \$14  = head + \port__data$48 [8];
+  assign target0 = \$14  + 1'h0;
+  assign \$15  = target0 >= 2'h2;
+  assign \$16  = target0 - 2'h2;
+  assign \$17  = \$15  ? \$16  : { 1'h0, target0 };
+  assign \$18  = head + \port__data$48 [24];
+  assign target1 = \$18  + 1'h0;
+  assign \$19  = target1 >= 2'h2;
+  assign \$20  = target1 - 2'h2;
+  assign \$21  = \$19  ? \$20  : { 1'h0, target1 };
+  assign \$22  = $signed(1'h0) + $signed(\$signature__data$70 );
+  assign \$23  = $signed(\$22 ) + $signed(\$signature__data$71 );
+  assign \$24  = z_last & o_seq_end;
+  assign \$25  = | z_sum;
+  assign \$26  = \$25  | z_last;
+  assign \$27  = | z_sum;
+  assign \$28  = ~ \$27 ;
+  assign \$29  = ~ z_last;
+  assign \$30  = \$28  & \$29 ;
+  assign \$32  = ~ n_stall;
+  assign \$33  = it_valid & \$32 ;
+  assign \$35  = $signed(\port__data$48 [7:0]) * $signed(it_value);
+  assign \$36  = $signed(\port__data$48 [23:16]) * $signed(it_value);
+  assign \$37  = ~ step_seen;
+  assign \$38  = ~ it_valid;
+  assign \$39  = \$38  | advance;
+  assign \$40  = \$37  & \$39 ;
+  assign \$41  = ~ step_seen;
+  assign \$42  = ~ it_valid;
+  assign \$43  = \$42  | advance;
+  assign \$44  = \$41  & \$43 ;
+  assign \$45  = \$44  & items__valid;
+  assign \$46  = | items__payload[2:1];
+  assign \$47  = ~ it_valid;
+  assign \$48  = step_seen & \$47 ;
+  assign \$49  = ~ n_stall;
+  assign \$50  = \$48  & \$49 ;
+  assign \$51  = send_first ? \$signature__data$35  : n_listed;
+  assign \$52  = index != n_now;
+  assign \$53  = \$52  & credit;
+  assign \$54  = index + 1'h1;
+  assign \$55  = \$54  == n_now;
+  assign \$56  = ! n_now;
+  assign \$57  = issue & last;
+  assign \$58  = empty & credit;
+  assign \$59  = \$57  | \$58 ;
+  assign \$60  = sweep == 2'h2;
+  assign \$61  = index == n_listed;
+  assign \$62  = ! dcls_state;
+  assign \$63  = dcls_state == 1'h1;
+  assign \$64  = dcls_state == 2'h2;
+  assign \$65  = dcls_state == 2'h3;
+  assign \$66  = dcls_state == 3'h4;
+  assign \$67  = dcls_state == 3'h5;
+  assign \$68  = dcls_state == 3'h6;
+  assign \$69  = 1'h0 + \port__en$5 ;
+  assign \$70  = layer0_dcls_taps_reads + \$69 ;
+  assign \$71  = | port__en;
+  assign \$72  = 1'h0 + \$71 ;
+  assign \$73  = layer0_dcls_taps_writes + \$72 ;
+  assign \$74  = 1'h0 + \$signature__en$7 ;
+  assign \$75  = layer0_dcls_zbuf_reads + \$74 ;
+  assign \$77  = 1'h0 + \$76 ;
+  assign \$78  = layer0_dcls_zbuf_writes + \$77 ;
+  assign \$79  = 1'h0 + \$signature__en$9 ;
+  assign \$80  = layer0_dcls_listed_reads + \$79 ;
+  assign \$82  = 1'h0 + \$81 ;
+  assign \$83  = layer0_dcls_listed_writes + \$82 ;
+  assign \$84  = 1'h0 + \$signature__en ;
+  assign \$85  = layer0_dcls_lists_reads + \$84 ;
+  assign \$87  = 1'h0 + \$86 ;
+  assign \$88  = layer0_dcls_lists_writes + \$87 ;
+  assign \$89  = 1'h0 + \$signature__en$11 ;
+  assign \$90  = layer0_dcls_counts_reads + \$89 ;
+  assign \$92  = 1'h0 + \$91 ;
+  assign \$93  = layer0_dcls_counts_writes + \$92 ;
+  assign \$94  = ~ n_stall;
+  assign \$96  = clear_slot + 1'h1;
+  assign \$99  = \$17 [0] == \$21 [0];
+  assign \$101  = ~ step_seen;
+  assign \$102  = ~ it_valid;
+  assign \$103  = \$102  | advance;
+  assign \$104  = \$101  & \$103 ;
+  assign \$105  = \$104  & items__valid;
+  assign \$106  = | items__payload[2:1];
+  assign \$107  = ~ items__valid;
+  assign \$108  = ~ it_valid;
+  assign \$109  = \$107  & \$108 ;
+  assign \$110  = ~ n_valid;
+  assign \$111  = \$109  & \$110 ;
+  assign \$112  = ~ it_valid;
+  assign \$113  = step_seen & \$112 ;
+  assign \$114  = ~ n_stall;
+  assign \$115  = \$113  & \$114 ;
+  assign \$116  = index + 1'h1;
+  assign \$117  = issue & last;
   assign \$118  = issue & last;
-  assign \$119  = issue & last;
-  assign \$120  = empty & credit;
-  assign \$121  = \$119  | \$120 ;
-  assign \$123  = head + 1'h1;
-  assign \$124  = \$122  ? 2'h0 : \$123 ;
-  assign \$125  = sweep == 2'h2;
-  assign \$126  = index == n_listed;
-  assign \$127  = sweep + 1'h1;
-  assign \$128  = index + 1'h1;
-  assign \$129  = layer0_dcls_cycles + busy;
+  assign \$119  = empty & credit;
+  assign \$120  = \$118  | \$119 ;
+  assign \$122  = head + 1'h1;
+  assign \$123  = \$121  ? 2'h0 : \$122 ;
+  assign \$124  = sweep == 2'h2;
+  assign \$125  = index == n_listed;
+  assign \$126  = sweep + 1'h1;
+  assign \$127  = index + 1'h1;
+  assign \$128  = layer0_dcls_cycles + busy;
   always @(posedge clk)
-    layer0_dcls_taps_reads <= \$130 ;
+    layer0_dcls_taps_reads <= \$129 ;
   always @(posedge clk)
-    layer0_dcls_taps_writes <= \$131 ;
+    layer0_dcls_taps_writes <= \$130 ;
   always @(posedge clk)
-    layer0_dcls_zbuf_reads <= \$132 ;
+    layer0_dcls_zbuf_reads <= \$131 ;
   always @(posedge clk)
-    layer0_dcls_zbuf_writes <= \$133 ;
+    layer0_dcls_zbuf_writes <= \$132 ;
   always @(posedge clk)
-    layer0_dcls_listed_reads <= \$134 ;
+    layer0_dcls_listed_reads <= \$133 ;
   always @(posedge clk)
-    layer0_dcls_listed_writes <= \$135 ;
+    layer0_dcls_listed_writes <= \$134 ;
   always @(posedge clk)
-    layer0_dcls_lists_reads <= \$136 ;
+    layer0_dcls_lists_reads <= \$135 ;
   always @(posedge clk)
-    layer0_dcls_lists_writes <= \$137 ;
+    layer0_dcls_lists_writes <= \$136 ;
   always @(posedge clk)
-    layer0_dcls_counts_reads <= \$138 ;
+    layer0_dcls_counts_reads <= \$137 ;
   always @(posedge clk)
-    layer0_dcls_counts_writes <= \$139 ;
+    layer0_dcls_counts_writes <= \$138 ;
   always @(posedge clk)
-    busy <= \$140 ;
+    busy <= \$139 ;
   always @(posedge clk)
-    l_valid <= \$141 ;
+    l_valid <= \$140 ;
   always @(posedge clk)
-    l_last <= \$142 ;
+    l_last <= \$141 ;
   always @(posedge clk)
-    n_left <= \$143 ;
+    n_left <= \$142 ;
   always @(posedge clk)
-    n_first <= \$144 ;
+    n_first <= \$143 ;
   always @(posedge clk)
-    n_valid <= \$145 ;
+    n_valid <= \$144 ;
   always @(posedge clk)
-    z_valid <= \$146 ;
+    z_valid <= \$145 ;
   always @(posedge clk)
-    z_last <= \$147 ;
+    z_last <= \$146 ;
+  always @(posedge clk)
+    z_addr <= \$147 ;
   always @(posedge clk)
     clear_slot <= \$148 ;
   always @(posedge clk)
@@ -4709,8 +4680,8 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h0:
           /* empty */;
       3'h1:
-          if (\$46 ) begin
-            if (\$47 ) begin
+          if (\$45 ) begin
+            if (\$46 ) begin
               \port__en$5  = 1'h1;
             end
           end
@@ -4734,7 +4705,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
           /* empty */;
       3'h5:
           (* full_case = 32'd1 *)
-          if (\$62 ) begin
+          if (\$61 ) begin
           end else begin
             \$signature__en  = 1'h1;
           end
@@ -4789,7 +4760,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
           if (advance) begin
             \$signature__en$11  = 1'h1;
           end
-          if (\$51 ) begin
+          if (\$50 ) begin
             \$signature__en$11  = 1'h1;
           end
         end
@@ -4797,7 +4768,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
           /* empty */;
       3'h3:
           (* full_case = 32'd1 *)
-          if (\$61 ) begin
+          if (\$60 ) begin
           end else begin
             \$signature__en$11  = 1'h1;
           end
@@ -4868,7 +4839,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h1:
           /* empty */;
       3'h2:
-          if (\$60 ) begin
+          if (\$59 ) begin
             \$signature__addr$41  = head;
           end
       3'h3:
@@ -4876,7 +4847,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h4:
           /* empty */;
       3'h5:
-          if (\$62 ) begin
+          if (\$61 ) begin
             \$signature__addr$41  = sweep[0];
           end
     endcase
@@ -4893,7 +4864,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h1:
           /* empty */;
       3'h2:
-          if (\$60 ) begin
+          if (\$59 ) begin
             \$signature__data$42  = 1'h0;
           end
       3'h3:
@@ -4901,7 +4872,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h4:
           /* empty */;
       3'h5:
-          if (\$62 ) begin
+          if (\$61 ) begin
             \$signature__data$42  = 1'h0;
           end
     endcase
@@ -4914,11 +4885,11 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     end
     casez (dcls_state)
       3'h0:
-          \$signature__en$43  = \$23 ;
+          \$signature__en$43  = \$31 ;
       3'h1:
           /* empty */;
       3'h2:
-          if (\$60 ) begin
+          if (\$59 ) begin
             \$signature__en$43  = 1'h1;
           end
       3'h3:
@@ -4926,7 +4897,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h4:
           /* empty */;
       3'h5:
-          if (\$62 ) begin
+          if (\$61 ) begin
             \$signature__en$43  = 1'h1;
           end
     endcase
@@ -5011,30 +4982,30 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__addr$48  = 1'h0;
+    \$signature__addr$58  = 1'h0;
     if (l_valid) begin
-      \$signature__addr$48  = l_slot;
+      \$signature__addr$58  = l_slot;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__addr$51  = 1'h0;
+    \$signature__addr$61  = 1'h0;
     if (l_valid) begin
-      \$signature__addr$51  = l_slot;
+      \$signature__addr$61  = l_slot;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__addr$52  = 1'h0;
+    \$signature__addr$62  = 1'h0;
     if (l_valid) begin
-      \$signature__addr$52  = l_slot;
+      \$signature__addr$62  = l_slot;
     end
     casez (dcls_state)
       3'h0:
-          \$signature__addr$52  = clear_slot;
+          \$signature__addr$62  = clear_slot;
       3'h1:
           if (advance) begin
-            \$signature__addr$52  = slot0;
+            \$signature__addr$62  = \$17 [0];
           end
       3'h2:
           /* empty */;
@@ -5045,21 +5016,21 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h5:
           /* empty */;
       3'h6:
-          \$signature__addr$52  = sweep[0];
+          \$signature__addr$62  = sweep[0];
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__data$53  = 10'h000;
+    \$signature__data$63  = 10'h000;
     if (l_valid) begin
-      \$signature__data$53  = 10'h000;
+      \$signature__data$63  = 10'h000;
     end
     casez (dcls_state)
       3'h0:
-          \$signature__data$53  = 10'h000;
+          \$signature__data$63  = 10'h000;
       3'h1:
           if (advance) begin
-            \$signature__data$53  = \$31 ;
+            \$signature__data$63  = \$35 ;
           end
       3'h2:
           /* empty */;
@@ -5070,21 +5041,21 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h5:
           /* empty */;
       3'h6:
-          \$signature__data$53  = 10'h000;
+          \$signature__data$63  = 10'h000;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__en$54  = 1'h0;
+    \$signature__en$64  = 1'h0;
     if (l_valid) begin
-      \$signature__en$54  = 1'h1;
+      \$signature__en$64  = 1'h1;
     end
     casez (dcls_state)
       3'h0:
-          \$signature__en$54  = 1'h1;
+          \$signature__en$64  = 1'h1;
       3'h1:
           if (advance) begin
-            \$signature__en$54  = 1'h1;
+            \$signature__en$64  = 1'h1;
           end
       3'h2:
           /* empty */;
@@ -5095,21 +5066,21 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h5:
           /* empty */;
       3'h6:
-          \$signature__en$54  = 1'h1;
+          \$signature__en$64  = 1'h1;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__addr$55  = 1'h0;
+    \$signature__addr$65  = 1'h0;
     if (l_valid) begin
-      \$signature__addr$55  = l_slot;
+      \$signature__addr$65  = l_slot;
     end
     casez (dcls_state)
       3'h0:
-          \$signature__addr$55  = clear_slot;
+          \$signature__addr$65  = clear_slot;
       3'h1:
           if (advance) begin
-            \$signature__addr$55  = slot1;
+            \$signature__addr$65  = \$21 [0];
           end
       3'h2:
           /* empty */;
@@ -5120,21 +5091,21 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h5:
           /* empty */;
       3'h6:
-          \$signature__addr$55  = sweep[0];
+          \$signature__addr$65  = sweep[0];
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__data$56  = 10'h000;
+    \$signature__data$66  = 10'h000;
     if (l_valid) begin
-      \$signature__data$56  = 10'h000;
+      \$signature__data$66  = 10'h000;
     end
     casez (dcls_state)
       3'h0:
-          \$signature__data$56  = 10'h000;
+          \$signature__data$66  = 10'h000;
       3'h1:
           if (advance) begin
-            \$signature__data$56  = \$37 ;
+            \$signature__data$66  = \$36 ;
           end
       3'h2:
           /* empty */;
@@ -5145,21 +5116,21 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h5:
           /* empty */;
       3'h6:
-          \$signature__data$56  = 10'h000;
+          \$signature__data$66  = 10'h000;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__en$57  = 1'h0;
+    \$signature__en$67  = 1'h0;
     if (l_valid) begin
-      \$signature__en$57  = 1'h1;
+      \$signature__en$67  = 1'h1;
     end
     casez (dcls_state)
       3'h0:
-          \$signature__en$57  = 1'h1;
+          \$signature__en$67  = 1'h1;
       3'h1:
           if (advance) begin
-            \$signature__en$57  = 1'h1;
+            \$signature__en$67  = 1'h1;
           end
       3'h2:
           /* empty */;
@@ -5170,14 +5141,14 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h5:
           /* empty */;
       3'h6:
-          \$signature__en$57  = 1'h1;
+          \$signature__en$67  = 1'h1;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     z_sum = 11'h000;
     if (z_valid) begin
-      z_sum = \$15 [10:0];
+      z_sum = \$23 [10:0];
     end
   end
   always @* begin
@@ -5187,7 +5158,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       w__payload[0] = 1'h0;
       w__payload[11:1] = z_sum;
       w__payload[12] = z_last;
-      w__payload[13] = \$16 ;
+      w__payload[13] = \$24 ;
     end
     casez (dcls_state)
       3'h0:
@@ -5205,7 +5176,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     w__valid = 1'h0;
     if (z_valid) begin
-      w__valid = \$18 ;
+      w__valid = \$26 ;
     end
     casez (dcls_state)
       3'h0:
@@ -5222,7 +5193,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     cancel = 1'h0;
     if (z_valid) begin
-      cancel = \$22 ;
+      cancel = \$30 ;
     end
   end
   always @* begin
@@ -5232,139 +5203,43 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h0:
           /* empty */;
       3'h1:
-          advance = \$25 ;
+          advance = \$34 ;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    tap_w0 = 8'h00;
+    \$signature__addr$85  = 1'h0;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
           if (advance) begin
-            tap_w0 = \port__data$74 [7:0];
+            \$signature__addr$85  = \$17 [0];
           end
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    tap_w1 = 8'h00;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (advance) begin
-            tap_w1 = \port__data$74 [23:16];
-          end
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    delay0 = 1'h0;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (advance) begin
-            delay0 = \port__data$74 [8];
-          end
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    target0 = 3'h0;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (advance) begin
-            target0 = \$27 ;
-          end
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    slot0 = 1'h0;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (advance) begin
-            slot0 = \$30 [0];
-          end
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__addr$82  = 1'h0;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (advance) begin
-            \$signature__addr$82  = slot0;
-          end
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__addr$83  = 1'h0;
+    \$signature__addr$86  = 1'h0;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
         begin
           if (advance) begin
-            \$signature__addr$83  = slot0;
+            \$signature__addr$86  = \$17 [0];
           end
-          if (\$51 ) begin
-            \$signature__addr$83  = head;
+          if (\$50 ) begin
+            \$signature__addr$86  = head;
           end
         end
       3'h2:
           /* empty */;
       3'h3:
           (* full_case = 32'd1 *)
-          if (\$61 ) begin
+          if (\$60 ) begin
           end else begin
-            \$signature__addr$83  = sweep[0];
-          end
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    delay1 = 1'h0;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (advance) begin
-            delay1 = \port__data$74 [24];
-          end
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    target1 = 3'h0;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (advance) begin
-            target1 = \$33 ;
-          end
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    slot1 = 1'h0;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (advance) begin
-            slot1 = \$36 [0];
+            \$signature__addr$86  = sweep[0];
           end
     endcase
   end
@@ -5376,7 +5251,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
           /* empty */;
       3'h1:
           if (advance) begin
-            \$signature__addr$87  = slot1;
+            \$signature__addr$87  = \$21 [0];
           end
     endcase
   end
@@ -5388,7 +5263,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
           /* empty */;
       3'h1:
           if (advance) begin
-            \$signature__addr$88  = slot1;
+            \$signature__addr$88  = \$21 [0];
           end
     endcase
   end
@@ -5399,7 +5274,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h0:
           /* empty */;
       3'h1:
-          items__ready = \$41 ;
+          items__ready = \$40 ;
     endcase
   end
   always @* begin
@@ -5411,7 +5286,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h1:
           /* empty */;
       3'h2:
-          n_now = \$52 ;
+          n_now = \$51 ;
     endcase
   end
   always @* begin
@@ -5423,7 +5298,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h1:
           /* empty */;
       3'h2:
-          issue = \$54 ;
+          issue = \$53 ;
     endcase
   end
   always @* begin
@@ -5435,7 +5310,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h1:
           /* empty */;
       3'h2:
-          last = \$56 ;
+          last = \$55 ;
     endcase
   end
   always @* begin
@@ -5447,7 +5322,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h1:
           /* empty */;
       3'h2:
-          empty = \$57 ;
+          empty = \$56 ;
     endcase
   end
   always @* begin
@@ -5485,7 +5360,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
           /* empty */;
       3'h5:
           (* full_case = 32'd1 *)
-          if (\$62 ) begin
+          if (\$61 ) begin
           end else begin
             \$signature__addr$104  = sweep[0];
           end
@@ -5493,84 +5368,99 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$130  = \$71 [31:0];
+    \$129  = \$70 [31:0];
+    if (rst) begin
+      \$129  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$130  = \$73 [31:0];
     if (rst) begin
       \$130  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$131  = \$74 [31:0];
+    \$131  = \$75 [31:0];
     if (rst) begin
       \$131  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$132  = \$76 [31:0];
+    \$132  = \$78 [31:0];
     if (rst) begin
       \$132  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$133  = \$79 [31:0];
+    \$133  = \$80 [31:0];
     if (rst) begin
       \$133  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$134  = \$81 [31:0];
+    \$134  = \$83 [31:0];
     if (rst) begin
       \$134  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$135  = \$84 [31:0];
+    \$135  = \$85 [31:0];
     if (rst) begin
       \$135  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$136  = \$86 [31:0];
+    \$136  = \$88 [31:0];
     if (rst) begin
       \$136  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$137  = \$89 [31:0];
+    \$137  = \$90 [31:0];
     if (rst) begin
       \$137  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$138  = \$91 [31:0];
+    \$138  = \$93 [31:0];
     if (rst) begin
       \$138  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$139  = \$94 [31:0];
-    if (rst) begin
-      \$139  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$140  = 1'h1;
+    \$139  = 1'h1;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
-          if (\$112 ) begin
-            \$140  = 1'h0;
+          if (\$111 ) begin
+            \$139  = 1'h0;
           end
+    endcase
+    if (rst) begin
+      \$139  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$140  = 1'h0;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          \$140  = issue;
     endcase
     if (rst) begin
       \$140  = 1'h0;
@@ -5585,7 +5475,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h1:
           /* empty */;
       3'h2:
-          \$141  = issue;
+          \$141  = \$117 ;
     endcase
     if (rst) begin
       \$141  = 1'h0;
@@ -5593,29 +5483,32 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$142  = 1'h0;
+    \$142  = left;
+    if (rst) begin
+      \$142  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$143  = 1'h0;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
-          /* empty */;
-      3'h2:
-          \$142  = \$118 ;
+          if (advance) begin
+            \$143  = 1'h1;
+          end
     endcase
     if (rst) begin
-      \$142  = 1'h0;
+      \$143  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$143  = left;
-    if (rst) begin
-      \$143  = 2'h0;
+    \$144  = n_valid;
+    if (\$94 ) begin
+      \$144  = 1'h0;
     end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$144  = 1'h0;
     casez (dcls_state)
       3'h0:
           /* empty */;
@@ -5630,34 +5523,26 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$145  = n_valid;
-    if (\$95 ) begin
-      \$145  = 1'h0;
-    end
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (advance) begin
-            \$145  = 1'h1;
-          end
-    endcase
+    \$145  = l_valid;
     if (rst) begin
       \$145  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$146  = l_valid;
+    \$146  = z_last;
+    if (l_valid) begin
+      \$146  = l_last;
+    end
     if (rst) begin
       \$146  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$147  = z_last;
+    \$147  = z_addr;
     if (l_valid) begin
-      \$147  = l_last;
+      \$147  = l_slot;
     end
     if (rst) begin
       \$147  = 1'h0;
@@ -5668,9 +5553,9 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     \$148  = clear_slot;
     casez (dcls_state)
       3'h0:
-          if (\$96 ) begin
-            \$148  = \$97 [0];
-            if (\$98 ) begin
+          if (\$95 ) begin
+            \$148  = \$96 [0];
+            if (\$97 ) begin
               \$148  = 1'h0;
             end
           end
@@ -5684,23 +5569,23 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     \$149  = head;
     casez (dcls_state)
       3'h0:
-          if (\$96 ) begin
-            if (\$98 ) begin
+          if (\$95 ) begin
+            if (\$97 ) begin
               \$149  = 1'h0;
             end
           end
       3'h1:
           /* empty */;
       3'h2:
-          if (\$121 ) begin
+          if (\$120 ) begin
             (* full_case = 32'd1 *)
             if (seq_end) begin
             end else begin
-              \$149  = \$124 [0];
+              \$149  = \$123 [0];
             end
           end
       3'h3:
-          if (\$125 ) begin
+          if (\$124 ) begin
             \$149  = 1'h0;
           end
     endcase
@@ -5713,17 +5598,17 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     \$150  = dcls_state;
     casez (dcls_state)
       3'h0:
-          if (\$96 ) begin
-            if (\$98 ) begin
+          if (\$95 ) begin
+            if (\$97 ) begin
               \$150  = 3'h1;
             end
           end
       3'h1:
-          if (\$116 ) begin
+          if (\$115 ) begin
             \$150  = 3'h2;
           end
       3'h2:
-          if (\$121 ) begin
+          if (\$120 ) begin
             (* full_case = 32'd1 *)
             if (seq_end) begin
               \$150  = 3'h3;
@@ -5733,7 +5618,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
           end
       3'h3:
           (* full_case = 32'd1 *)
-          if (\$125 ) begin
+          if (\$124 ) begin
             \$150  = 3'h1;
           end else begin
             \$150  = 3'h4;
@@ -5742,7 +5627,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
           \$150  = 3'h5;
       3'h5:
           (* full_case = 32'd1 *)
-          if (\$126 ) begin
+          if (\$125 ) begin
             \$150  = 3'h3;
           end else begin
             \$150  = 3'h6;
@@ -5762,7 +5647,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
           /* empty */;
       3'h1:
           if (advance) begin
-            \$151  = slot0;
+            \$151  = \$17 [0];
           end
     endcase
     if (rst) begin
@@ -5778,7 +5663,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h1:
           if (advance) begin
             \$152 [0] = 1'h0;
-            \$152 [1] = \$101 ;
+            \$152 [1] = \$100 ;
           end
     endcase
     if (rst) begin
@@ -5793,7 +5678,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
           /* empty */;
       3'h1:
           if (advance) begin
-            \$153  = slot1;
+            \$153  = \$21 [0];
           end
     endcase
     if (rst) begin
@@ -5811,8 +5696,8 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
           if (advance) begin
             \$154  = 1'h0;
           end
-          if (\$106 ) begin
-            if (\$107 ) begin
+          if (\$105 ) begin
+            if (\$106 ) begin
               \$154  = 1'h1;
             end
           end
@@ -5830,10 +5715,10 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
           /* empty */;
       3'h1:
         begin
-          if (\$106 ) begin
+          if (\$105 ) begin
             \$155  = items__payload[3];
           end
-          if (\$116 ) begin
+          if (\$115 ) begin
             \$155  = 1'h0;
           end
         end
@@ -5849,7 +5734,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h0:
           /* empty */;
       3'h1:
-          if (\$106 ) begin
+          if (\$105 ) begin
             \$156  = items__payload[4];
           end
     endcase
@@ -5864,8 +5749,8 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h0:
           /* empty */;
       3'h1:
-          if (\$106 ) begin
-            if (\$107 ) begin
+          if (\$105 ) begin
+            if (\$106 ) begin
               \$157  = items__payload[2:1];
             end
           end
@@ -5881,7 +5766,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h0:
           /* empty */;
       3'h1:
-          if (\$116 ) begin
+          if (\$115 ) begin
             \$158  = 1'h1;
           end
       3'h2:
@@ -5898,12 +5783,12 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h0:
           /* empty */;
       3'h1:
-          if (\$116 ) begin
+          if (\$115 ) begin
             \$159  = 1'h0;
           end
       3'h2:
           if (issue) begin
-            \$159  = \$117 [0];
+            \$159  = \$116 [0];
           end
       3'h3:
           /* empty */;
@@ -5912,7 +5797,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h5:
           /* empty */;
       3'h6:
-          \$159  = \$128 [0];
+          \$159  = \$127 [0];
     endcase
     if (rst) begin
       \$159  = 1'h0;
@@ -5982,7 +5867,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h1:
           /* empty */;
       3'h2:
-          if (\$121 ) begin
+          if (\$120 ) begin
             if (seq_end) begin
               \$163  = 2'h0;
             end
@@ -5992,8 +5877,8 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h4:
           /* empty */;
       3'h5:
-          if (\$126 ) begin
-            \$163  = \$127 [1:0];
+          if (\$125 ) begin
+            \$163  = \$126 [1:0];
           end
     endcase
     if (rst) begin
@@ -6002,7 +5887,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$164  = \$129 [31:0];
+    \$164  = \$128 [31:0];
     if (rst) begin
       \$164  = 32'd0;
     end
@@ -6010,6 +5895,12 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   assign r__payload = outputs__payload;
   assign outputs__ready = r__ready;
   assign r__valid = outputs__valid;
+  assign tap_w0 = \port__data$48 [7:0];
+  assign delay0 = \port__data$48 [8];
+  assign slot0 = \$17 [0];
+  assign tap_w1 = \port__data$48 [23:16];
+  assign delay1 = \port__data$48 [24];
+  assign slot1 = \$21 [0];
   assign \config__payload.target  = config__payload[2:0];
   assign \config__payload.addr  = config__payload[4:3];
   assign \config__payload.elem  = config__payload[6:5];
@@ -6036,16 +5927,17 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   assign port__data[23:16] = config__payload[14:7];
   assign port__data[15:8] = config__payload[14:7];
   assign port__data[7:0] = config__payload[14:7];
-  assign \$23  = 1'h1;
-  assign \$77  = \$signature__en$54 ;
-  assign \$82  = f_wr__en;
-  assign \$87  = \$signature__en$40 ;
-  assign \$92  = \$signature__en$43 ;
-  assign \$96  = 1'h1;
-  assign \$98  = clear_slot;
-  assign \$99  = 2'h1;
-  assign \$101  = \$100 ;
-  assign \$122  = head;
+  assign \$31  = 1'h1;
+  assign \$34  = \$33 ;
+  assign \$76  = \$signature__en$64 ;
+  assign \$81  = f_wr__en;
+  assign \$86  = \$signature__en$40 ;
+  assign \$91  = \$signature__en$43 ;
+  assign \$95  = 1'h1;
+  assign \$97  = clear_slot;
+  assign \$98  = 2'h1;
+  assign \$100  = \$99 ;
+  assign \$121  = head;
 endmodule
 
 (* generator = "Amaranth" *)
@@ -8031,14 +7923,10 @@ module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, valu
   reg \$11 ;
   reg \$12 ;
   reg [1:0] \$13 ;
-  reg [7:0] \$14 ;
-  reg [9:0] \$15 ;
+  reg [24:0] \$14 ;
+  reg [49:0] \$15 ;
   reg [24:0] \$16 ;
-  reg [49:0] \$17 ;
-  reg [7:0] \$18 ;
-  reg [9:0] \$19 ;
   wire \$2 ;
-  reg [24:0] \$20 ;
   wire [24:0] \$3 ;
   wire [25:0] \$4 ;
   wire [9:0] \$5 ;
@@ -8096,19 +7984,19 @@ module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, valu
   always @(posedge clk)
     value_r <= \$13 ;
   always @(posedge clk)
-    weight_0 <= \$14 ;
+    weight_0 <= weights[7:0];
   always @(posedge clk)
-    product_0 <= \$15 ;
+    product_0 <= \$1 ;
   always @(posedge clk)
-    seed_0 <= \$16 ;
+    seed_0 <= \$14 ;
   always @(posedge clk)
-    acc <= \$17 ;
+    acc <= \$15 ;
   always @(posedge clk)
-    weight_1 <= \$18 ;
+    weight_1 <= weights[15:8];
   always @(posedge clk)
-    product_1 <= \$19 ;
+    product_1 <= \$5 ;
   always @(posedge clk)
-    seed_1 <= \$20 ;
+    seed_1 <= \$16 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$9  = valid;
@@ -8146,57 +8034,29 @@ module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, valu
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$14  = weights[7:0];
+    \$14  = seeds[24:0];
     if (rst) begin
-      \$14  = 8'h00;
+      \$14  = 25'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$15  = \$1 ;
-    if (rst) begin
-      \$15  = 10'h000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$16  = seeds[24:0];
-    if (rst) begin
-      \$16  = 25'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$17  = acc;
+    \$15  = acc;
     if (\$2 ) begin
-      \$17 [24:0] = \$4 [24:0];
+      \$15 [24:0] = \$4 [24:0];
     end
     if (\$6 ) begin
-      \$17 [49:25] = \$8 [24:0];
+      \$15 [49:25] = \$8 [24:0];
     end
     if (rst) begin
-      \$17  = 50'h0000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$18  = weights[15:8];
-    if (rst) begin
-      \$18  = 8'h00;
+      \$15  = 50'h0000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$19  = \$5 ;
+    \$16  = seeds[49:25];
     if (rst) begin
-      \$19  = 10'h000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$20  = seeds[49:25];
-    if (rst) begin
-      \$20  = 25'h0000000;
+      \$16  = 25'h0000000;
     end
   end
   assign \weights[0]  = weights[7:0];

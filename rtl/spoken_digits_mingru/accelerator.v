@@ -4376,34 +4376,18 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
   reg \$35 ;
   reg \$36 ;
   reg [7:0] \$37 ;
-  reg [7:0] \$38 ;
-  reg [15:0] \$39 ;
+  reg [18:0] \$38 ;
+  reg [151:0] \$39 ;
   wire [19:0] \$4 ;
   reg [18:0] \$40 ;
-  reg [151:0] \$41 ;
-  reg [7:0] \$42 ;
-  reg [15:0] \$43 ;
+  reg [18:0] \$41 ;
+  reg [18:0] \$42 ;
+  reg [18:0] \$43 ;
   reg [18:0] \$44 ;
-  reg [7:0] \$45 ;
-  reg [15:0] \$46 ;
-  reg [18:0] \$47 ;
-  reg [7:0] \$48 ;
-  reg [15:0] \$49 ;
+  reg [18:0] \$45 ;
+  reg [18:0] \$46 ;
   wire [15:0] \$5 ;
-  reg [18:0] \$50 ;
-  reg [7:0] \$51 ;
-  reg [15:0] \$52 ;
-  reg [18:0] \$53 ;
-  reg [7:0] \$54 ;
-  reg [15:0] \$55 ;
-  reg [18:0] \$56 ;
-  reg [7:0] \$57 ;
-  reg [15:0] \$58 ;
-  reg [18:0] \$59 ;
   wire \$6 ;
-  reg [7:0] \$60 ;
-  reg [15:0] \$61 ;
-  reg [18:0] \$62 ;
   wire [18:0] \$7 ;
   wire [19:0] \$8 ;
   wire [15:0] \$9 ;
@@ -4477,61 +4461,39 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
   wire [7:0] \weights[6] ;
   wire [7:0] \weights[7] ;
   always @(posedge clk)
-    first_0 <= \$35 ;
+    product_2 <= \$9 ;
   always @(posedge clk)
-    first_1 <= \$36 ;
+    seed_2 <= \$41 ;
   always @(posedge clk)
-    value_r <= \$37 ;
+    weight_3 <= weights[31:24];
   always @(posedge clk)
-    weight_0 <= \$38 ;
+    product_3 <= \$13 ;
   always @(posedge clk)
-    product_0 <= \$39 ;
+    seed_3 <= \$42 ;
   always @(posedge clk)
-    seed_0 <= \$40 ;
+    weight_4 <= weights[39:32];
   always @(posedge clk)
-    acc <= \$41 ;
+    product_4 <= \$17 ;
   always @(posedge clk)
-    weight_1 <= \$42 ;
+    seed_4 <= \$43 ;
   always @(posedge clk)
-    product_1 <= \$43 ;
+    weight_5 <= weights[47:40];
   always @(posedge clk)
-    seed_1 <= \$44 ;
+    product_5 <= \$21 ;
   always @(posedge clk)
-    weight_2 <= \$45 ;
+    seed_5 <= \$44 ;
   always @(posedge clk)
-    product_2 <= \$46 ;
+    weight_6 <= weights[55:48];
   always @(posedge clk)
-    seed_2 <= \$47 ;
+    product_6 <= \$25 ;
   always @(posedge clk)
-    weight_3 <= \$48 ;
+    seed_6 <= \$45 ;
   always @(posedge clk)
-    product_3 <= \$49 ;
+    weight_7 <= weights[63:56];
   always @(posedge clk)
-    seed_3 <= \$50 ;
+    product_7 <= \$29 ;
   always @(posedge clk)
-    weight_4 <= \$51 ;
-  always @(posedge clk)
-    product_4 <= \$52 ;
-  always @(posedge clk)
-    seed_4 <= \$53 ;
-  always @(posedge clk)
-    weight_5 <= \$54 ;
-  always @(posedge clk)
-    product_5 <= \$55 ;
-  always @(posedge clk)
-    seed_5 <= \$56 ;
-  always @(posedge clk)
-    weight_6 <= \$57 ;
-  always @(posedge clk)
-    product_6 <= \$58 ;
-  always @(posedge clk)
-    seed_6 <= \$59 ;
-  always @(posedge clk)
-    weight_7 <= \$60 ;
-  always @(posedge clk)
-    product_7 <= \$61 ;
-  always @(posedge clk)
-    seed_7 <= \$62 ;
+    seed_7 <= \$46 ;
   assign \$1  = $signed(weight_0) * $signed(value_r);
   assign \$3  = first_1 ? seed_0 : acc[18:0];
   assign \$4  = $signed(\$3 ) + $signed(product_0);
@@ -4560,217 +4522,68 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
     valid_0 <= \$33 ;
   always @(posedge clk)
     valid_1 <= \$34 ;
+  always @(posedge clk)
+    first_0 <= \$35 ;
+  always @(posedge clk)
+    first_1 <= \$36 ;
+  always @(posedge clk)
+    value_r <= \$37 ;
+  always @(posedge clk)
+    weight_0 <= weights[7:0];
+  always @(posedge clk)
+    product_0 <= \$1 ;
+  always @(posedge clk)
+    seed_0 <= \$38 ;
+  always @(posedge clk)
+    acc <= \$39 ;
+  always @(posedge clk)
+    weight_1 <= weights[15:8];
+  always @(posedge clk)
+    product_1 <= \$5 ;
+  always @(posedge clk)
+    seed_1 <= \$40 ;
+  always @(posedge clk)
+    weight_2 <= weights[23:16];
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$36  = first_0;
+    \$41  = seeds[56:38];
     if (rst) begin
-      \$36  = 1'h0;
+      \$41  = 19'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$37  = value;
+    \$42  = seeds[75:57];
     if (rst) begin
-      \$37  = 8'h00;
+      \$42  = 19'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$38  = weights[7:0];
+    \$43  = seeds[94:76];
     if (rst) begin
-      \$38  = 8'h00;
+      \$43  = 19'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$39  = \$1 ;
-    if (rst) begin
-      \$39  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$40  = seeds[18:0];
-    if (rst) begin
-      \$40  = 19'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$41  = acc;
-    if (\$2 ) begin
-      \$41 [18:0] = \$4 [18:0];
-    end
-    if (\$6 ) begin
-      \$41 [37:19] = \$8 [18:0];
-    end
-    if (\$10 ) begin
-      \$41 [56:38] = \$12 [18:0];
-    end
-    if (\$14 ) begin
-      \$41 [75:57] = \$16 [18:0];
-    end
-    if (\$18 ) begin
-      \$41 [94:76] = \$20 [18:0];
-    end
-    if (\$22 ) begin
-      \$41 [113:95] = \$24 [18:0];
-    end
-    if (\$26 ) begin
-      \$41 [132:114] = \$28 [18:0];
-    end
-    if (\$30 ) begin
-      \$41 [151:133] = \$32 [18:0];
-    end
-    if (rst) begin
-      \$41  = 152'h00000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$42  = weights[15:8];
-    if (rst) begin
-      \$42  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$43  = \$5 ;
-    if (rst) begin
-      \$43  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$44  = seeds[37:19];
+    \$44  = seeds[113:95];
     if (rst) begin
       \$44  = 19'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$45  = weights[23:16];
+    \$45  = seeds[132:114];
     if (rst) begin
-      \$45  = 8'h00;
+      \$45  = 19'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$46  = \$9 ;
+    \$46  = seeds[151:133];
     if (rst) begin
-      \$46  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$47  = seeds[56:38];
-    if (rst) begin
-      \$47  = 19'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$48  = weights[31:24];
-    if (rst) begin
-      \$48  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$49  = \$13 ;
-    if (rst) begin
-      \$49  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$50  = seeds[75:57];
-    if (rst) begin
-      \$50  = 19'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$51  = weights[39:32];
-    if (rst) begin
-      \$51  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$52  = \$17 ;
-    if (rst) begin
-      \$52  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$53  = seeds[94:76];
-    if (rst) begin
-      \$53  = 19'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$54  = weights[47:40];
-    if (rst) begin
-      \$54  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$55  = \$21 ;
-    if (rst) begin
-      \$55  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$56  = seeds[113:95];
-    if (rst) begin
-      \$56  = 19'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$57  = weights[55:48];
-    if (rst) begin
-      \$57  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$58  = \$25 ;
-    if (rst) begin
-      \$58  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$59  = seeds[132:114];
-    if (rst) begin
-      \$59  = 19'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$60  = weights[63:56];
-    if (rst) begin
-      \$60  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$61  = \$29 ;
-    if (rst) begin
-      \$61  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$62  = seeds[151:133];
-    if (rst) begin
-      \$62  = 19'h00000;
+      \$46  = 19'h00000;
     end
   end
   always @* begin
@@ -4792,6 +4605,65 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
     \$35  = first;
     if (rst) begin
       \$35  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$36  = first_0;
+    if (rst) begin
+      \$36  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$37  = value;
+    if (rst) begin
+      \$37  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$38  = seeds[18:0];
+    if (rst) begin
+      \$38  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$39  = acc;
+    if (\$2 ) begin
+      \$39 [18:0] = \$4 [18:0];
+    end
+    if (\$6 ) begin
+      \$39 [37:19] = \$8 [18:0];
+    end
+    if (\$10 ) begin
+      \$39 [56:38] = \$12 [18:0];
+    end
+    if (\$14 ) begin
+      \$39 [75:57] = \$16 [18:0];
+    end
+    if (\$18 ) begin
+      \$39 [94:76] = \$20 [18:0];
+    end
+    if (\$22 ) begin
+      \$39 [113:95] = \$24 [18:0];
+    end
+    if (\$26 ) begin
+      \$39 [132:114] = \$28 [18:0];
+    end
+    if (\$30 ) begin
+      \$39 [151:133] = \$32 [18:0];
+    end
+    if (rst) begin
+      \$39  = 152'h00000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$40  = seeds[37:19];
+    if (rst) begin
+      \$40  = 19'h00000;
     end
   end
   assign \weights[0]  = weights[7:0];
@@ -5055,7 +4927,7 @@ module \accelerator.layer0.update_0 (rst, old, \new , acc, params, saturated, z_
   reg [52:0] \$34 ;
   reg [52:0] \$35 ;
   reg [15:0] \$36 ;
-  reg [15:0] \$37 ;
+  reg [16:0] \$37 ;
   reg \$38 ;
   reg [6:0] \$39 ;
   wire [7:0] \$4 ;
@@ -5077,7 +4949,8 @@ module \accelerator.layer0.update_0 (rst, old, \new , acc, params, saturated, z_
   wire clipped_r;
   input clk;
   wire clk;
-  wire [16:0] diff;
+  wire [16:0] diff_now;
+  reg [16:0] diff_r = 17'h00000;
   (* init = 7'h00 *)
   wire [6:0] gate;
   reg [52:0] gate_r = 53'h00000000000000;
@@ -5105,7 +4978,6 @@ module \accelerator.layer0.update_0 (rst, old, \new , acc, params, saturated, z_
   wire [15:0] u;
   wire u_clipped;
   wire u_fits;
-  reg [15:0] u_r = 16'h0000;
   wire [6:0] z_now;
   wire [8:0] z_now_raw;
   output [6:0] z_r;
@@ -5144,8 +5016,8 @@ module \accelerator.layer0.update_0 (rst, old, \new , acc, params, saturated, z_
   assign \$28  = \$25  ? 9'h000 : \$27 ;
   assign \$29  = gate_r[52] ? 7'h00 : 7'h40;
   assign \$30  = \$24  ? \$28  : { 2'h0, \$29  };
-  assign diff = $signed(u_r) - $signed(h_b_r);
-  assign \$31  = $signed({ 1'h0, z_r }) * $signed(diff);
+  assign diff_now = $signed(\$20 [15:0]) - $signed(h_r);
+  assign \$31  = $signed({ 1'h0, z_r }) * $signed(diff_r);
   assign \$33  = $signed(h_b_r) + $signed(\$32 );
   always @(posedge clk)
     cand_r <= \$34 ;
@@ -5154,7 +5026,7 @@ module \accelerator.layer0.update_0 (rst, old, \new , acc, params, saturated, z_
   always @(posedge clk)
     h_r <= \$36 ;
   always @(posedge clk)
-    u_r <= \$37 ;
+    diff_r <= \$37 ;
   always @(posedge clk)
     saturated <= \$38 ;
   always @(posedge clk)
@@ -5184,9 +5056,9 @@ module \accelerator.layer0.update_0 (rst, old, \new , acc, params, saturated, z_
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
-    \$37  = \$20 [15:0];
+    \$37  = diff_now;
     if (rst) begin
-      \$37  = 16'h0000;
+      \$37  = 17'h00000;
     end
   end
   always @* begin
@@ -5264,7 +5136,7 @@ module \accelerator.layer0.update_1 (rst, old, \new , acc, params, saturated, z_
   reg [52:0] \$34 ;
   reg [52:0] \$35 ;
   reg [15:0] \$36 ;
-  reg [15:0] \$37 ;
+  reg [16:0] \$37 ;
   reg \$38 ;
   reg [6:0] \$39 ;
   wire [7:0] \$4 ;
@@ -5286,7 +5158,8 @@ module \accelerator.layer0.update_1 (rst, old, \new , acc, params, saturated, z_
   wire clipped_r;
   input clk;
   wire clk;
-  wire [16:0] diff;
+  wire [16:0] diff_now;
+  reg [16:0] diff_r = 17'h00000;
   (* init = 7'h00 *)
   wire [6:0] gate;
   reg [52:0] gate_r = 53'h00000000000000;
@@ -5314,7 +5187,6 @@ module \accelerator.layer0.update_1 (rst, old, \new , acc, params, saturated, z_
   wire [15:0] u;
   wire u_clipped;
   wire u_fits;
-  reg [15:0] u_r = 16'h0000;
   wire [6:0] z_now;
   wire [8:0] z_now_raw;
   output [6:0] z_r;
@@ -5353,8 +5225,8 @@ module \accelerator.layer0.update_1 (rst, old, \new , acc, params, saturated, z_
   assign \$28  = \$25  ? 9'h000 : \$27 ;
   assign \$29  = gate_r[52] ? 7'h00 : 7'h40;
   assign \$30  = \$24  ? \$28  : { 2'h0, \$29  };
-  assign diff = $signed(u_r) - $signed(h_b_r);
-  assign \$31  = $signed({ 1'h0, z_r }) * $signed(diff);
+  assign diff_now = $signed(\$20 [15:0]) - $signed(h_r);
+  assign \$31  = $signed({ 1'h0, z_r }) * $signed(diff_r);
   assign \$33  = $signed(h_b_r) + $signed(\$32 );
   always @(posedge clk)
     cand_r <= \$34 ;
@@ -5363,7 +5235,7 @@ module \accelerator.layer0.update_1 (rst, old, \new , acc, params, saturated, z_
   always @(posedge clk)
     h_r <= \$36 ;
   always @(posedge clk)
-    u_r <= \$37 ;
+    diff_r <= \$37 ;
   always @(posedge clk)
     saturated <= \$38 ;
   always @(posedge clk)
@@ -5393,9 +5265,9 @@ module \accelerator.layer0.update_1 (rst, old, \new , acc, params, saturated, z_
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$37  = \$20 [15:0];
+    \$37  = diff_now;
     if (rst) begin
-      \$37  = 16'h0000;
+      \$37  = 17'h00000;
     end
   end
   always @* begin
@@ -5473,7 +5345,7 @@ module \accelerator.layer0.update_2 (rst, old, \new , acc, params, saturated, z_
   reg [52:0] \$34 ;
   reg [52:0] \$35 ;
   reg [15:0] \$36 ;
-  reg [15:0] \$37 ;
+  reg [16:0] \$37 ;
   reg \$38 ;
   reg [6:0] \$39 ;
   wire [7:0] \$4 ;
@@ -5495,7 +5367,8 @@ module \accelerator.layer0.update_2 (rst, old, \new , acc, params, saturated, z_
   wire clipped_r;
   input clk;
   wire clk;
-  wire [16:0] diff;
+  wire [16:0] diff_now;
+  reg [16:0] diff_r = 17'h00000;
   (* init = 7'h00 *)
   wire [6:0] gate;
   reg [52:0] gate_r = 53'h00000000000000;
@@ -5523,7 +5396,6 @@ module \accelerator.layer0.update_2 (rst, old, \new , acc, params, saturated, z_
   wire [15:0] u;
   wire u_clipped;
   wire u_fits;
-  reg [15:0] u_r = 16'h0000;
   wire [6:0] z_now;
   wire [8:0] z_now_raw;
   output [6:0] z_r;
@@ -5562,8 +5434,8 @@ module \accelerator.layer0.update_2 (rst, old, \new , acc, params, saturated, z_
   assign \$28  = \$25  ? 9'h000 : \$27 ;
   assign \$29  = gate_r[52] ? 7'h00 : 7'h40;
   assign \$30  = \$24  ? \$28  : { 2'h0, \$29  };
-  assign diff = $signed(u_r) - $signed(h_b_r);
-  assign \$31  = $signed({ 1'h0, z_r }) * $signed(diff);
+  assign diff_now = $signed(\$20 [15:0]) - $signed(h_r);
+  assign \$31  = $signed({ 1'h0, z_r }) * $signed(diff_r);
   assign \$33  = $signed(h_b_r) + $signed(\$32 );
   always @(posedge clk)
     cand_r <= \$34 ;
@@ -5572,7 +5444,7 @@ module \accelerator.layer0.update_2 (rst, old, \new , acc, params, saturated, z_
   always @(posedge clk)
     h_r <= \$36 ;
   always @(posedge clk)
-    u_r <= \$37 ;
+    diff_r <= \$37 ;
   always @(posedge clk)
     saturated <= \$38 ;
   always @(posedge clk)
@@ -5602,9 +5474,9 @@ module \accelerator.layer0.update_2 (rst, old, \new , acc, params, saturated, z_
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$37  = \$20 [15:0];
+    \$37  = diff_now;
     if (rst) begin
-      \$37  = 16'h0000;
+      \$37  = 17'h00000;
     end
   end
   always @* begin
@@ -5682,7 +5554,7 @@ module \accelerator.layer0.update_3 (rst, old, \new , acc, params, saturated, z_
   reg [52:0] \$34 ;
   reg [52:0] \$35 ;
   reg [15:0] \$36 ;
-  reg [15:0] \$37 ;
+  reg [16:0] \$37 ;
   reg \$38 ;
   reg [6:0] \$39 ;
   wire [7:0] \$4 ;
@@ -5704,7 +5576,8 @@ module \accelerator.layer0.update_3 (rst, old, \new , acc, params, saturated, z_
   wire clipped_r;
   input clk;
   wire clk;
-  wire [16:0] diff;
+  wire [16:0] diff_now;
+  reg [16:0] diff_r = 17'h00000;
   (* init = 7'h00 *)
   wire [6:0] gate;
   reg [52:0] gate_r = 53'h00000000000000;
@@ -5732,7 +5605,6 @@ module \accelerator.layer0.update_3 (rst, old, \new , acc, params, saturated, z_
   wire [15:0] u;
   wire u_clipped;
   wire u_fits;
-  reg [15:0] u_r = 16'h0000;
   wire [6:0] z_now;
   wire [8:0] z_now_raw;
   output [6:0] z_r;
@@ -5771,8 +5643,8 @@ module \accelerator.layer0.update_3 (rst, old, \new , acc, params, saturated, z_
   assign \$28  = \$25  ? 9'h000 : \$27 ;
   assign \$29  = gate_r[52] ? 7'h00 : 7'h40;
   assign \$30  = \$24  ? \$28  : { 2'h0, \$29  };
-  assign diff = $signed(u_r) - $signed(h_b_r);
-  assign \$31  = $signed({ 1'h0, z_r }) * $signed(diff);
+  assign diff_now = $signed(\$20 [15:0]) - $signed(h_r);
+  assign \$31  = $signed({ 1'h0, z_r }) * $signed(diff_r);
   assign \$33  = $signed(h_b_r) + $signed(\$32 );
   always @(posedge clk)
     cand_r <= \$34 ;
@@ -5781,7 +5653,7 @@ module \accelerator.layer0.update_3 (rst, old, \new , acc, params, saturated, z_
   always @(posedge clk)
     h_r <= \$36 ;
   always @(posedge clk)
-    u_r <= \$37 ;
+    diff_r <= \$37 ;
   always @(posedge clk)
     saturated <= \$38 ;
   always @(posedge clk)
@@ -5811,9 +5683,9 @@ module \accelerator.layer0.update_3 (rst, old, \new , acc, params, saturated, z_
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$12 ) begin end
-    \$37  = \$20 [15:0];
+    \$37  = diff_now;
     if (rst) begin
-      \$37  = 16'h0000;
+      \$37  = 17'h00000;
     end
   end
   always @* begin
@@ -8087,20 +7959,12 @@ module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, valu
   wire \$2 ;
   reg \$20 ;
   reg [23:0] \$21 ;
-  reg [7:0] \$22 ;
-  reg [31:0] \$23 ;
+  reg [36:0] \$22 ;
+  reg [147:0] \$23 ;
   reg [36:0] \$24 ;
-  reg [147:0] \$25 ;
-  reg [7:0] \$26 ;
-  reg [31:0] \$27 ;
-  reg [36:0] \$28 ;
-  reg [7:0] \$29 ;
+  reg [36:0] \$25 ;
+  reg [36:0] \$26 ;
   wire [36:0] \$3 ;
-  reg [31:0] \$30 ;
-  reg [36:0] \$31 ;
-  reg [7:0] \$32 ;
-  reg [31:0] \$33 ;
-  reg [36:0] \$34 ;
   wire [37:0] \$4 ;
   wire [31:0] \$5 ;
   wire \$6 ;
@@ -8175,31 +8039,31 @@ module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, valu
   always @(posedge clk)
     value_r <= \$21 ;
   always @(posedge clk)
-    weight_0 <= \$22 ;
+    weight_0 <= weights[7:0];
   always @(posedge clk)
-    product_0 <= \$23 ;
+    product_0 <= \$1 ;
   always @(posedge clk)
-    seed_0 <= \$24 ;
+    seed_0 <= \$22 ;
   always @(posedge clk)
-    acc <= \$25 ;
+    acc <= \$23 ;
   always @(posedge clk)
-    weight_1 <= \$26 ;
+    weight_1 <= weights[15:8];
   always @(posedge clk)
-    product_1 <= \$27 ;
+    product_1 <= \$5 ;
   always @(posedge clk)
-    seed_1 <= \$28 ;
+    seed_1 <= \$24 ;
   always @(posedge clk)
-    weight_2 <= \$29 ;
+    weight_2 <= weights[23:16];
   always @(posedge clk)
-    product_2 <= \$30 ;
+    product_2 <= \$9 ;
   always @(posedge clk)
-    seed_2 <= \$31 ;
+    seed_2 <= \$25 ;
   always @(posedge clk)
-    weight_3 <= \$32 ;
+    weight_3 <= weights[31:24];
   always @(posedge clk)
-    product_3 <= \$33 ;
+    product_3 <= \$13 ;
   always @(posedge clk)
-    seed_3 <= \$34 ;
+    seed_3 <= \$26 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
     \$17  = valid;
@@ -8237,105 +8101,49 @@ module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, valu
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$22  = weights[7:0];
+    \$22  = seeds[36:0];
     if (rst) begin
-      \$22  = 8'h00;
+      \$22  = 37'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$23  = \$1 ;
+    \$23  = acc;
+    if (\$2 ) begin
+      \$23 [36:0] = \$4 [36:0];
+    end
+    if (\$6 ) begin
+      \$23 [73:37] = \$8 [36:0];
+    end
+    if (\$10 ) begin
+      \$23 [110:74] = \$12 [36:0];
+    end
+    if (\$14 ) begin
+      \$23 [147:111] = \$16 [36:0];
+    end
     if (rst) begin
-      \$23  = 32'd0;
+      \$23  = 148'h0000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$24  = seeds[36:0];
+    \$24  = seeds[73:37];
     if (rst) begin
       \$24  = 37'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$25  = acc;
-    if (\$2 ) begin
-      \$25 [36:0] = \$4 [36:0];
-    end
-    if (\$6 ) begin
-      \$25 [73:37] = \$8 [36:0];
-    end
-    if (\$10 ) begin
-      \$25 [110:74] = \$12 [36:0];
-    end
-    if (\$14 ) begin
-      \$25 [147:111] = \$16 [36:0];
-    end
+    \$25  = seeds[110:74];
     if (rst) begin
-      \$25  = 148'h0000000000000000000000000000000000000;
+      \$25  = 37'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$26  = weights[15:8];
+    \$26  = seeds[147:111];
     if (rst) begin
-      \$26  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$27  = \$5 ;
-    if (rst) begin
-      \$27  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$28  = seeds[73:37];
-    if (rst) begin
-      \$28  = 37'h0000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$29  = weights[23:16];
-    if (rst) begin
-      \$29  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$30  = \$9 ;
-    if (rst) begin
-      \$30  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$31  = seeds[110:74];
-    if (rst) begin
-      \$31  = 37'h0000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$32  = weights[31:24];
-    if (rst) begin
-      \$32  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$33  = \$13 ;
-    if (rst) begin
-      \$33  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$17 ) begin end
-    \$34  = seeds[147:111];
-    if (rst) begin
-      \$34  = 37'h0000000000;
+      \$26  = 37'h0000000000;
     end
   end
   assign \weights[0]  = weights[7:0];
