@@ -278,3 +278,20 @@ def test_first_shares_out_the_test_set(tmp_path, monkeypatch) -> None:
         analog_eval(path, 1, first=n_test)
     with pytest.raises(CodesignError, match="--first must be between 0 and"):
         analog_eval(path, 1, first=-1)
+
+
+def test_ngspice_effort_skips_sequences_whose_decks_did_not_all_measure_it() -> None:
+    """A sequence whose decks were partly cached before decks recorded their CPU time summed a NaN
+    (the 35-sequence JSON reported ``NaN``) and a partial iteration count; both are left out."""
+    from codesign.analog.evaluate import ngspice_effort
+
+    whole = {"cpu_s": 10.0, "ngspice": {"iterations": 1000}}
+    records = [
+        whole,
+        {"cpu_s": 30.0, "ngspice": {"iterations": 3000}},
+        {"cpu_s": float("nan"), "ngspice": {"iterations": 50}},  # a cache written before the check
+        {"cpu_s": None, "ngspice": {}},  # partly cached decks
+        {"wall_s": 5.0},  # a record from before decks measured anything
+    ]
+    assert ngspice_effort(records) == (20.0, 2000.0)
+    assert ngspice_effort(records[2:]) == (None, None)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Callable
 from pathlib import Path
 
@@ -203,7 +204,6 @@ def _run_ladder_sequence(view: Bundle, xq: np.ndarray, n: int, settings: dict, c
     """
     from codesign.analog.checks import ladder_ranges
     from codesign.analog.drive import LadderTiming
-    from codesign.analog.ladder_deck import LADDER_DECKS
     from codesign.analog.mapping import map_bundle
 
     maps = map_bundle(view, xq, normalise=settings.get("scale", "neuron") == "step")
@@ -218,11 +218,11 @@ def _run_ladder_sequence(view: Bundle, xq: np.ndarray, n: int, settings: dict, c
         t_step=settings["frame_ms"] * 1e-3,
         t_max=settings.get("tmax_ms", 1.0) * 1e-3,
         t_c=settings.get("ladder_pulse_ms", 4.0) * 1e-3,
-        t_ramp=LADDER_DECKS[settings.get("ladder_deck", "reference")].t_ramp,
     )
     h_a = np.zeros((x.shape[1], d), dtype=np.int64)
     h_g = np.zeros_like(h_a)
     rows, wall, cpu, energy, solver = [], 0.0, 0.0, {}, {}
+    measured = True  # every deck recorded its CPU time and counters (decks cached before lack them)
     for g0 in range(0, d, group):
         neurons = list(range(g0, min(g0 + group, d)))
         deck_path = cache / "decks" / f"{key}_n{g0:03d}.json"
@@ -238,7 +238,8 @@ def _run_ladder_sequence(view: Bundle, xq: np.ndarray, n: int, settings: dict, c
         h_g[:, neurons] = np.asarray(part["h_golden"])
         rows += part["rows"]
         wall += part["wall_s"]
-        cpu += part.get("cpu_s", float("nan"))
+        measured &= "cpu_s" in part and "iterations" in part.get("ngspice", {})
+        cpu += part.get("cpu_s", 0.0)
         for k in ("iterations", "points", "rejected"):
             if k in part.get("ngspice", {}):
                 solver[k] = solver.get(k, 0) + int(part["ngspice"][k])
@@ -266,8 +267,8 @@ def _run_ladder_sequence(view: Bundle, xq: np.ndarray, n: int, settings: dict, c
         "init_ok": all(r["init_count_ok"] for r in rows),
         "t_step_s": timing.t_step,
         "wall_s": wall,
-        "cpu_s": cpu,
-        "ngspice": solver,
+        "cpu_s": cpu if measured else None,
+        "ngspice": solver if measured else {},
     }
     if syn:
         record["power_nW"]["synapses_nW"] = syn.pop("power_nW")
@@ -572,6 +573,28 @@ def _gather(bundle_dir, bundle, tasks, cache, scheduler, workers, progress) -> l
     return [r for r in records if r is not None]
 
 
+def _effort_measured(record: dict) -> bool:
+    """Whether every deck of a sequence record recorded its ngspice CPU time and iterations.
+
+    Records made before decks recorded them have no ``cpu_s``; those whose decks were partly
+    cached from such a run hold ``None`` (``NaN`` in caches written before this check), and their
+    iteration sums cover only some decks."""
+    cpu = record.get("cpu_s")
+    return isinstance(cpu, (int, float)) and math.isfinite(cpu) and "iterations" in record.get("ngspice", {})
+
+
+def ngspice_effort(records: list[dict]) -> tuple[float | None, float | None]:
+    """Mean ngspice CPU seconds and Newton iterations per sequence over the records that measured
+    both for every deck (``None`` when none did): never a NaN, never a partial sum."""
+    measured = [r for r in records if _effort_measured(r)]
+    if not measured:
+        return None, None
+    return (
+        float(np.mean([r["cpu_s"] for r in measured])),
+        float(np.mean([r["ngspice"]["iterations"] for r in measured])),
+    )
+
+
 def _summarize(bundle: Bundle, xq, y, records: list[dict], gold, settings: dict) -> dict:
     alpha = bundle.weights["layers.0.alpha"].astype(np.int64)
     analog_classes, golden_classes, as_golden_start = [], [], []
@@ -676,10 +699,10 @@ def _summarize(bundle: Bundle, xq, y, records: list[dict], gold, settings: dict)
         out["ladder_pulse_ms"] = settings.get("ladder_pulse_ms", 4.0)
         out["ladder_deck"] = settings.get("ladder_deck", "reference")
         out["ladder_trim_pa"] = settings.get("ladder_trim_pa", [0.0, 0.0])
-        cpu = [r["cpu_s"] for r in records if "cpu_s" in r]
-        out["ngspice_cpu_s_per_sequence"] = float(np.mean(cpu)) if cpu else None
-        iters = [r["ngspice"]["iterations"] for r in records if r.get("ngspice", {}).get("iterations")]
-        out["ngspice_iterations_per_sequence"] = float(np.mean(iters)) if iters else None
+        cpu, iters = ngspice_effort(records)
+        out["ngspice_cpu_s_per_sequence"] = cpu
+        out["ngspice_iterations_per_sequence"] = iters
+        out["ngspice_sequences_measured"] = sum(1 for r in records if _effort_measured(r))
         out["ngspice_note"] = (
             "seconds_per_sequence is wall time (mostly the machine's other jobs on a shared host); "
             "cpu and Newton iterations (each evaluates every device) are measured on the sequences "
