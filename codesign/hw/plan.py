@@ -875,17 +875,22 @@ def _mark_collision_free(engines: list[EnginePlan], target: Target) -> list[Engi
         replace(
             e,
             memories={
-                k: replace(mem, no_collisions=True)
-                if (mem.kind in COLLISION_FREE or k in DCLS_COLLISION_FREE)
-                and mem.shared is None
-                and (not k.startswith("dcls_") or k in DCLS_COLLISION_FREE)
-                and (mem.kind != "queue" or mem.depth >= 2)
-                else mem
+                k: replace(mem, no_collisions=True) if _collision_free(k, mem) else mem
                 for k, mem in e.memories.items()
             },
         )
         for e in engines
     ]
+
+
+def _collision_free(key: str, mem: MemoryPlan) -> bool:
+    """Whether engine memory ``key`` is one of :data:`COLLISION_FREE` (the DCLS front end's: of
+    :data:`DCLS_COLLISION_FREE`), outside a merged word and, for a queue, of two words or more."""
+    if mem.shared is not None or (mem.kind == "queue" and mem.depth < 2):
+        return False
+    if key.startswith("dcls_"):
+        return key in DCLS_COLLISION_FREE
+    return mem.kind in COLLISION_FREE
 
 
 def _map_memories(engines: list[EnginePlan], target: Target) -> list[EnginePlan]:
