@@ -27,7 +27,7 @@ from codesign.hw.lanes import LaneArray
 from codesign.hw.plan import SLICED_KEYS, AcceleratorPlan, EnginePlan, MemoryPlan, index_bits
 from codesign.hw.signature import ItemLayout
 
-__all__ = ["MacFront", "WriteLayout", "lane_reads", "lane_slot", "state_by_lane", "state_interleaved"]
+__all__ = ["MacFront", "WriteLayout", "lane_fields", "lane_reads", "lane_slot", "state_by_lane", "state_interleaved"]
 
 HELD = ("params", "state", "pool")
 """Memories read on a group's last slot for the update stage."""
@@ -54,6 +54,11 @@ def state_by_lane(plan: AcceleratorPlan, e: EnginePlan) -> bool:
     return e.memories["state"].elements % len(e.state_fields) == 0
 
 
+def lane_fields(e: EnginePlan) -> dict[str, int]:
+    """Elements one lane takes in a word of the memories read one lane per turn (:func:`lane_reads`)."""
+    return {"state": len(e.state_fields), "pool": 1}
+
+
 def lane_reads(plan: AcceleratorPlan, e: EnginePlan) -> tuple[str, ...]:
     """The memories among the state and pooled sums that engine ``e`` reads one lane per update
     turn, straight from the block RAM into the shared update unit (``{key}_lane``), instead of
@@ -65,7 +70,7 @@ def lane_reads(plan: AcceleratorPlan, e: EnginePlan) -> tuple[str, ...]:
     memory in a merged word (``--merge``) keeps its held word."""
     if plan.target != "up5k" or not e.shared_update:
         return ()
-    fields = {"state": len(e.state_fields), "pool": 1}
+    fields = lane_fields(e)
     keys = []
     for key in ("state", "pool"):
         mem = e.memories.get(key)
@@ -165,7 +170,7 @@ class MacFront(wiring.Component):
             for key in HELD
             if key in mems and key not in by_turn
         }
-        fields = {"state": len(e.state_fields), "pool": 1}
+        fields = lane_fields(e)
         members |= {f"{key}_lane": Out(word_layout(mems[key], fields[key])) for key in by_turn}
         members |= {
             f"{key}_write": In(WriteLayout(mems[key], logical.get(key))) for key in WRITTEN if key in mems
@@ -533,7 +538,7 @@ class MacFront(wiring.Component):
         group = Signal.like(s3.group, name="read_lane_group")
         reading = Signal(name="reading_lane")
         m.d.comb += [
-            lane.eq(Mux(rd_turn != 0, rd_turn, 0)),
+            lane.eq(rd_turn),
             group.eq(Mux(rd_turn != 0, rd_group, s3.group)),
             reading.eq((s3.valid & s3.last) | (rd_turn != 0)),
         ]
@@ -542,7 +547,7 @@ class MacFront(wiring.Component):
                 m.d.sync += [rd_turn.eq(1), rd_group.eq(s3.group)]
             with m.Elif(rd_turn != 0):
                 m.d.sync += rd_turn.eq(Mux(rd_turn == p - 1, 0, rd_turn + 1))
-        fields = {"state": len(e.state_fields), "pool": 1}
+        fields = lane_fields(e)
         for key in keys:
             mem, n = e.memories[key], fields[key]
             interleaved = key == "state" and bool(state_interleaved(e, mem))
