@@ -395,43 +395,6 @@ def test_shared_update_unit_matches_golden(
         plan_accelerator(bundle.manifest, lanes, share_updates="yes")
 
 
-def _collision_watch(monkeypatch) -> tuple[list, list, object]:
-    """Record every Amaranth memory the design makes, and a simulation process that notes each
-    cycle in which a memory marked ``no_rw_check`` (``MemoryPlan.no_collisions``) reads the word a
-    write port writes: ``(cycle, depth, width, address)``."""
-    from amaranth.lib.memory import Memory
-
-    memories: list = []
-    original = Memory.__init__
-
-    def record(self, *args, **kwargs):
-        original(self, *args, **kwargs)
-        memories.append(self)
-
-    monkeypatch.setattr(Memory, "__init__", record)
-    collisions: list = []
-
-    async def monitor(ctx) -> None:
-        pairs = [
-            (mem, rd, wr)
-            for mem in memories
-            if (mem.attrs or {}).get("no_rw_check")
-            for rd in mem.read_ports
-            if rd.domain != "comb"
-            for wr in mem.write_ports
-        ]
-        signals = [s for _, rd, wr in pairs for s in (rd.en, rd.addr, wr.en, wr.addr)]
-        cycle = 0
-        async for _, _, *values in ctx.tick().sample(*signals):
-            for n, (mem, _, _) in enumerate(pairs):
-                ren, raddr, wen, waddr = values[4 * n : 4 * n + 4]
-                if ren and wen and raddr == waddr:
-                    collisions.append((cycle, mem.depth, mem.shape.width, raddr))
-            cycle += 1
-
-    return collisions, memories, monitor
-
-
 @pytest.mark.parametrize(
     ("name", "lanes", "weights", "share_updates"),
     [
@@ -443,7 +406,7 @@ def _collision_watch(monkeypatch) -> tuple[list, list, object]:
     ],
 )
 def test_up5k_memories_marked_collision_free_never_collide(
-    monkeypatch, name: str, lanes: int, weights: str, share_updates: str
+    monkeypatch, collision_watch, name: str, lanes: int, weights: str, share_updates: str
 ) -> None:
     """On the UP5K the plan marks the item memories, the queues of two words or more, the kept
     sums, the state and the pooled sums ``no_rw_check`` (``plan.COLLISION_FREE``), so yosys does
@@ -461,16 +424,18 @@ def test_up5k_memories_marked_collision_free_never_collide(
     for m in plan.memories:
         if m.kind in ("items", "accumulators", "state", "pooled") and m.shared is None:
             assert m.name in marked and m.attrs["no_rw_check"] == 1, m
-        if m.kind == "queue" and m.depth == 1 or m.name.endswith(("_dcls_lists", "_dcls_counts")):
-            assert m.name not in marked, m  # a one-word queue, the DCLS lists: read-first kept
+        if m.kind == "queue" and m.depth == 1 or m.name.endswith("_dcls_counts"):
+            assert m.name not in marked, m  # a one-word queue, the DCLS counts: read-first kept
         if m.name.endswith(("_dcls_zbuf", "_dcls_listed")):
             assert m.name in marked, m  # cleared by O, a cycle after Z's read
+        if m.name.endswith("_dcls_lists"):
+            assert m.name in marked, m  # appended by N while receiving, read by L while sending
         if m.kind == "queue" and m.depth >= 2:
             assert m.name in marked, m  # the layers' entries, the DCLS outputs
     assert not any(m.no_collisions for m in plan_accelerator(bundle.manifest, lanes).memories)
     xs = random_integer_inputs(bundle, sequences=2, steps=(3, 6), seed=5)
     options = {"lanes": lanes, "seed": 5, "target": "up5k", "weights": weights, "share": "1"}
-    collisions, memories, monitor = _collision_watch(monkeypatch)
+    collisions, memories, monitor = collision_watch
     got = simulate(bundle, xs, share_updates=share_updates, narrow="auto", monitors=[monitor], **options)
     assert collisions == []
     assert_matches_golden(bundle, xs, share_updates=share_updates, narrow="auto", **options)

@@ -11,6 +11,8 @@ import numpy as np
 import pytest
 from amaranth.hdl import Module, Signal, signed
 from amaranth.sim import Simulator
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from codesign.bundle.io import Bundle, check_weights
 from codesign.bundle.random import random_network_manifest, random_network_weights
@@ -26,11 +28,13 @@ from codesign.hw.update import saturate as hw_saturate
 from codesign.intmath import saturate, signed_range
 
 
-def _run(dut, bench, clock: bool = True) -> None:
+def _run(dut, bench, clock: bool = True, monitors=()) -> None:
     sim = Simulator(dut)
     if clock:
         sim.add_clock(1e-8)
     sim.add_testbench(bench)
+    for monitor in monitors:
+        sim.add_process(monitor)
     sim.run()
 
 
@@ -337,6 +341,8 @@ def _run_delay_front_end(
     ready_p: float = 0.7,
     lengths: tuple[int, ...] = (7, 2, 5),
     target: str = "generic",
+    seed: int = 3,
+    monitors=(),
 ) -> tuple[int, int, int]:
     """Drive a DCLS front end with three sequences (so slots scheduled past a sequence's end must
     be cleared) and check every step's outputs against the golden front end's non-zero ``z``.
@@ -353,7 +359,7 @@ def _run_delay_front_end(
     bundle = Bundle(manifest, check_weights(manifest, weights))
     plan = plan_accelerator(manifest, 2, target=target)
     dut = DelayFrontEnd(plan, plan.layers[0], memory_images(bundle, plan))
-    rng = np.random.default_rng(3)
+    rng = np.random.default_rng(seed)
     seqs = [rng.integers(-8, 8, size=(t, 3)) * (rng.random((t, 3)) < density) for t in lengths]
     w = bundle.layer_weights(0)
     expect = []  # per step: the non-zero outputs (in any order) and the step's end
@@ -386,21 +392,56 @@ def _run_delay_front_end(
             await ctx.tick()
         assert got == expect
 
-    _run(dut, bench)
+    _run(dut, bench, monitors=monitors)
     n_in = sum(int(np.count_nonzero(x)) for x in seqs)
     n_out = sum(len(step) for step in expect)
     return span_cycles["last"] - span_cycles["first"], n_in, n_out
 
 
+@pytest.mark.parametrize("counts", ["registers", "memory"])
 @pytest.mark.parametrize("target", ["generic", "up5k"])
 @pytest.mark.parametrize(("taps", "span", "same_delays"), [(3, 4, False), (2, 3, True), (1, 1, False)])
 def test_delay_front_end_matches_the_golden_delay_line(
-    taps: int, span: int, same_delays: bool, target: str
+    monkeypatch, taps: int, span: int, same_delays: bool, target: str, counts: str
 ) -> None:
     """Outputs of every step equal the golden front end's non-zero ``z``, also when taps of a
     channel share a delay (their banks add up; the slot lists the channel once); on the UP5K
-    O clears what Z read a cycle later (``DelayFrontEnd.clear_late``)."""
+    O clears what Z read a cycle later (``DelayFrontEnd.clear_late``). The slot counts in
+    registers (up to ``plan.DCLS_COUNT_REGISTERS`` slots) or in a memory (more)."""
+    from codesign.hw import plan
+
+    monkeypatch.setattr(plan, "DCLS_COUNT_REGISTERS", span if counts == "registers" else 0)
     _run_delay_front_end(taps, span, same_delays=same_delays, target=target)
+
+
+@pytest.mark.parametrize(
+    ("taps", "span", "same_delays", "density", "ready_p"),
+    [(3, 4, False, 0.6, 0.7), (2, 3, True, 1.0, 1.0), (1, 1, False, 0.3, 0.5), (2, 2, False, 1.0, 0.3)],
+)
+@pytest.mark.parametrize("seed", [3, 4])
+def test_up5k_delay_front_end_reads_never_meet_writes(
+    collision_watch, taps: int, span: int, same_delays: bool, density: float, ready_p: float, seed: int
+) -> None:
+    """On the UP5K the banks, the listed flags, the lists and the output queue are marked
+    ``no_rw_check`` (``plan.DCLS_COLLISION_FREE``): no read may meet a write of its word. Watched
+    over sparse and dense streams, stalled outputs, a delay of zero (``span`` 1: items appended to
+    the slot about to be sent) and taps sharing slots."""
+    collisions, memories, monitor = collision_watch
+    _run_delay_front_end(
+        taps,
+        span,
+        same_delays=same_delays,
+        density=density,
+        ready_p=ready_p,
+        target="up5k",
+        seed=seed,
+        monitors=[monitor],
+        lengths=(9, 1, 6),
+    )
+    assert collisions == []
+    marked = [mem for mem in memories if (mem.attrs or {}).get("no_rw_check")]
+    # K banks, the flags, the lists, the output queue
+    assert len(marked) == taps + 3, [(mem.depth, mem.shape) for mem in memories]
 
 
 def test_delay_front_end_takes_an_input_per_cycle() -> None:
@@ -623,3 +664,32 @@ def test_registered_address_rom_reads_like_a_synchronous_port() -> None:
                 assert [ctx.get(sync_rd.data[i]) for i in range(3)] == expected
 
     _run(m, bench)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    width=st.integers(2, 12),
+    values=st.lists(st.integers(-(1 << 10), (1 << 10) - 1), min_size=1, max_size=5),
+    zero=st.booleans(),
+)
+def test_sum_is_zero_without_a_carry_chain(width: int, values: list[int], zero: bool) -> None:
+    """``dcls.sum_is_zero`` (carry-save to two terms, then ``A ^ B == (A | B) << 1``) equals
+    ``sum == 0`` modulo ``2**width`` for one to five terms, zero sums made on purpose."""
+    from codesign.hw.dcls import sum_is_zero
+
+    bits = 11
+    if zero and len(values) > 1:
+        values = [*values[:-1], -sum(values[:-1])]
+    values = [min(max(v, -(1 << (bits - 1))), (1 << (bits - 1)) - 1) for v in values]
+    m = Module()
+    terms = [Signal(signed(bits), name=f"t{n}") for n in range(len(values))]
+    out = Signal()
+    m.d.comb += out.eq(sum_is_zero(m, terms, width))
+
+    async def bench(ctx):
+        for t, v in zip(terms, values, strict=True):
+            ctx.set(t, v)
+        await ctx.delay(1e-9)
+        assert ctx.get(out) == int(sum(values) % (1 << width) == 0), values
+
+    _run(m, bench, clock=False)

@@ -57,12 +57,88 @@ from codesign.hw.arrays import ArrayMemory
 from codesign.hw.config import ConfigSignature, drive_config_write
 from codesign.hw.counters import CounterBank, count_memory
 from codesign.hw.lanes import lut_multiply
-from codesign.hw.plan import DCLS_QUEUE_DEPTH, AcceleratorPlan, EnginePlan, index_bits, stride_bits
+from codesign.hw.plan import (
+    DCLS_QUEUE_DEPTH,
+    AcceleratorPlan,
+    EnginePlan,
+    MemoryPlan,
+    index_bits,
+    stride_bits,
+)
 from codesign.hw.queue import CreditFIFO
 from codesign.hw.signature import ItemLayout
 from codesign.hw.targets import get_target
 
-__all__ = ["DelayFrontEnd"]
+__all__ = ["DelayFrontEnd", "sum_is_zero"]
+
+
+class _SlotCounts:
+    """The slot counts (how many channels each slot lists): a memory with a read port per tap,
+    transparent to its write port (R reads what N appends in the same cycle), or registers read
+    where they are used (``MemoryPlan.style == "registers"``, :data:`plan.DCLS_COUNT_REGISTERS`).
+
+    A reader asks with :meth:`read` and uses :meth:`value` the cycle after, naming the slot again
+    (a register that still holds it): the memory's port holds the word, the registers give the
+    slot's count as it is then, the same value."""
+
+    def __init__(self, m: Module, plan: MemoryPlan, span: int, channels: int, taps: int) -> None:
+        self.registers = plan.style == "registers"
+        self.reads = Signal(taps, name="count_reads")  # the ports a cycle asks on (counters)
+        self.write_en = Signal(name="count_write")
+        if self.registers:
+            self.words = Array(Signal(range(channels + 1), name=f"count{s}") for s in range(span))
+            return
+        m.submodules.counts = counts = Memory(
+            shape=range(channels + 1), depth=span, init=[], attrs=plan.attrs
+        )
+        self.wr = counts.write_port()
+        self.rd = [counts.read_port(transparent_for=(self.wr,)) for _ in range(taps)]
+        m.d.comb += [self.wr.en.eq(self.write_en), *(p.en.eq(self.reads[k]) for k, p in enumerate(self.rd))]
+
+    def read(self, m: Module, k: int, slot) -> None:
+        """Ask for ``slot``'s count on port ``k``; :meth:`value` gives it next cycle."""
+        m.d.comb += self.reads[k].eq(1)
+        if not self.registers:
+            m.d.comb += self.rd[k].addr.eq(slot)
+
+    def value(self, k: int, slot) -> Value:
+        """The count port ``k`` asked for the cycle before, ``slot`` being that slot."""
+        return self.words[slot] if self.registers else self.rd[k].data
+
+    def write(self, m: Module, slot, count) -> None:
+        m.d.comb += self.write_en.eq(1)
+        if self.registers:
+            m.d.sync += self.words[slot].eq(count)
+        else:
+            m.d.comb += [self.wr.addr.eq(slot), self.wr.data.eq(count)]
+
+
+class _HeadCount:
+    """The count of the head slot as SEND will see it, with ``left == 0`` and ``left == 1`` kept
+    in registers (slot counts in registers only).
+
+    While items are received it follows the head's count a cycle behind, N's append to the head
+    slot (a tap of delay 0) taken directly; SEND then counts it down, so whether an entry is left
+    and whether it is the last are flip-flops. Comparing the list index with the count instead
+    put the count's multiplexer and two comparisons in front of the head, the next state and the
+    queue's reservation: the d = 12 DCLS network's longest UP5K path (27.0 MHz)."""
+
+    def __init__(self, channels: int) -> None:
+        self.left = Signal(range(channels + 1), name="head_left")
+        self.zero = Signal(name="head_left_zero", init=1)
+        self.one = Signal(name="head_left_one")
+
+    def follow(self, m: Module, count) -> None:
+        """This cycle the head's count becomes (or stays) ``count``."""
+        m.d.sync += [self.left.eq(count), self.zero.eq(count == 0), self.one.eq(count == 1)]
+
+    def appended(self, m: Module, count) -> None:
+        """N appends to the head slot, whose count was ``count``."""
+        m.d.sync += [self.left.eq(count + 1), self.zero.eq(0), self.one.eq(count == 0)]
+
+    def sent(self, m: Module) -> None:
+        """SEND issued an entry."""
+        m.d.sync += [self.left.eq(self.left - 1), self.zero.eq(self.one), self.one.eq(self.left == 2)]
 
 
 @dataclass
@@ -76,8 +152,9 @@ class _Ports:
     f_wr: object  # N (set), O, RESET_CLEAR, SWEEP_CLEAR (clear)
     l_rd: object  # L, SWEEP_LIST
     l_wr: object  # N
-    c_rd: list  # counts, one per tap (transparent to c_wr): R; port 0 also SEND's start, SWEEP
-    c_wr: object  # N, RESET_CLEAR, the last L (reset), SWEEP_LIST
+    counts: _SlotCounts  # read: R (for N), SEND's start, SWEEP; written: N, RESET_CLEAR, the
+    # count reset after the last L, SWEEP_LIST
+    head: _HeadCount | None  # counts in registers: the head's, followed in RECEIVE, down in SEND
 
 
 class _Regs:
@@ -97,6 +174,8 @@ class _Regs:
         self.n_channel = Signal(range(ch))
         self.n_slot = [Signal(range(span), name=f"n_slot{k}") for k in range(taps)]
         self.n_dup = Signal(taps)  # tap k's slot equals a lower tap's: that one lists it
+        self.n_head = Signal(taps)  # tap k's slot is the head's (a delay of 0): :class:`_HeadCount`
+        self.receiving = Signal()  # the FSM is in RECEIVE (comb)
         self.n_left = Signal(taps)  # appends still to do
         # send pipeline: L reads a list entry, Z reads and clears its banks, O queues the sum
         self.index = Signal(range(ch + 1))
@@ -110,6 +189,8 @@ class _Regs:
         self.z_last = Signal()
         self.z_channel = Signal(range(ch))
         self.o_seq_end = Signal()
+        self.count_reset = Signal()  # the slot SEND finished has its count zeroed a cycle later
+        self.count_reset_slot = Signal(range(span))
         self.clear_slot = Signal(range(span))
         self.clear_entry = Signal(range(ch))
         self.sweep = Signal(range(span + 1))
@@ -125,6 +206,30 @@ def _lowest(m: Module, bits, name: str) -> tuple[Signal, Signal]:
         with m.If(bits[k]):
             m.d.comb += [onehot.eq(1 << k), index.eq(k)]
     return onehot, index
+
+
+def sum_is_zero(m: Module, terms: list[Value], width: int) -> Value:
+    """``sum(terms) == 0`` modulo ``2**width``, without a carry chain.
+
+    The terms are reduced to two by carry-save (3:2) adders; then ``A + B == 0`` exactly when
+    ``A ^ B == (A | B) << 1``: with every sum bit 0, each bit's carry-in equals ``A_i ^ B_i`` and
+    its carry-out is ``A_i | B_i``. Four LUT levels on a 25-bit sum, where testing the sum itself
+    waited for its carry chain: with the queue's valid behind it, the d = 12 DCLS network's
+    longest UP5K path after the count registers (28.6 MHz). A sum that fits ``width`` signed bits
+    (the DCLS output ``z``) is 0 exactly when it is 0 modulo ``2**width``."""
+    mask = (1 << width) - 1
+    ops = []
+    for n, term in enumerate(terms):
+        op = Signal(width, name=f"zero_term{n}")
+        m.d.comb += op.eq(term)  # sign-extended to ``width``
+        ops.append(op)
+    while len(ops) > 2:
+        a, b, c = ops.pop(), ops.pop(), ops.pop()
+        ops[:0] = [a ^ b ^ c, (((a & b) | (a & c) | (b & c)) << 1) & mask]
+    if len(ops) == 1:
+        return ops[0] == 0
+    a, b = ops
+    return (a ^ b) == (((a | b) << 1) & mask)
 
 
 def _addr(slot, entry, ch: int):
@@ -165,6 +270,7 @@ class DelayFrontEnd(wiring.Component):
         n_stall = self._append(m, ports, r)
         taps = self._tap_writes(m, ports, r)
         self._send_tail(m, ports, r, queue)
+        self._count_reset(m, ports, r)
         with m.FSM(name="dcls", init="RESET_CLEAR"):
             with m.State("RESET_CLEAR"):  # after reset: clear every slot before taking inputs
                 self._reset_clear(m, ports, r)
@@ -202,10 +308,8 @@ class DelayFrontEnd(wiring.Component):
         m.submodules.lists = lists = Memory(
             shape=unsigned(index_bits(ch)), depth=depth, init=[], attrs=mems["dcls_lists"].attrs
         )
-        m.submodules.counts = counts = Memory(
-            shape=range(ch + 1), depth=span, init=[], attrs=mems["dcls_counts"].attrs
-        )
-        l_wr, c_wr = lists.write_port(), counts.write_port()
+        counts = _SlotCounts(m, mems["dcls_counts"], span, ch, taps)
+        l_wr = lists.write_port()
         ports = _Ports(
             taps_rd=taps_rd,
             z_rd=z_rd,
@@ -214,16 +318,18 @@ class DelayFrontEnd(wiring.Component):
             f_wr=f_wr,
             l_rd=lists.read_port(),
             l_wr=l_wr,
-            c_rd=[counts.read_port(transparent_for=(c_wr,)) for _ in range(taps)],
-            c_wr=c_wr,
+            counts=counts,
+            head=_HeadCount(ch) if counts.registers else None,
         )
         # the banks (and the flags' copies) move together: one access of the planned word each
         count_memory(m, self.counters, taps_plan.name, [taps_rd], [taps_wr] if taps_wr is not None else [])
         count_memory(m, self.counters, zplan.name, [z_rd[0]], [z_wr[0]])
         count_memory(m, self.counters, fplan.name, [f_rd[0]], [f_wr])
         count_memory(m, self.counters, mems["dcls_lists"].name, [ports.l_rd], [l_wr])
-        count_memory(m, self.counters, mems["dcls_counts"].name, [ports.c_rd[0]], [c_wr])
-        for port in (taps_rd, ports.l_rd, *z_rd, *f_rd, *ports.c_rd):
+        # port 0's reads (every tap's port asks with it), as for the banks and flags
+        self.counters.count(m, f"{mems['dcls_counts'].name}_reads", counts.reads[0])
+        self.counters.count(m, f"{mems['dcls_counts'].name}_writes", counts.write_en)
+        for port in (taps_rd, ports.l_rd, *z_rd, *f_rd):
             m.d.comb += port.en.eq(0)
         return ports
 
@@ -241,11 +347,8 @@ class DelayFrontEnd(wiring.Component):
         power-of-two stride) are never read, so the sweep skips them (``span x m`` cycles)."""
         ch, span = self.dcls.channels, self.dcls.span
         self._clear_slot_entry(m, ports, _addr(r.clear_slot, r.clear_entry, ch))
-        m.d.comb += [
-            ports.c_wr.addr.eq(r.clear_slot),
-            ports.c_wr.data.eq(0),
-            ports.c_wr.en.eq(r.clear_entry == 0),
-        ]
+        with m.If(r.clear_entry == 0):
+            ports.counts.write(m, r.clear_slot, 0)
         with m.If(r.clear_entry == ch - 1):
             m.d.sync += [r.clear_entry.eq(0), r.clear_slot.eq(r.clear_slot + 1)]
             with m.If(r.clear_slot == span - 1):
@@ -274,28 +377,32 @@ class DelayFrontEnd(wiring.Component):
         count = Signal(range(ch + 1))
         m.d.comb += [
             slot.eq(Array(r.n_slot)[pick]),
-            count.eq(Array([p.data for p in ports.c_rd])[pick]),
+            count.eq(Array([ports.counts.value(k, r.n_slot[k]) for k in range(taps)])[pick]),
         ]
         with m.If(r.n_valid & (need != 0)):
             m.d.comb += [
                 ports.l_wr.addr.eq(_addr(slot, count, ch)),
                 ports.l_wr.data.eq(r.n_channel),
                 ports.l_wr.en.eq(1),
-                ports.c_wr.addr.eq(slot),
-                ports.c_wr.data.eq(count + 1),
-                ports.c_wr.en.eq(1),
                 ports.f_wr.addr.eq(_addr(slot, r.n_channel, ch)),
                 ports.f_wr.data.eq(1),
                 ports.f_wr.en.eq(1),
             ]
+            ports.counts.write(m, slot, count + 1)
+        if ports.head is not None:  # the head's count a cycle behind, this cycle's append taken
+            with m.If(r.n_valid & (need != 0) & Array(r.n_head)[pick]):
+                ports.head.appended(m, count)
+            with m.Elif(r.receiving):  # (SEND counts it down)
+                ports.head.follow(m, ports.counts.value(0, r.head))
         m.d.sync += [r.n_left.eq(left), r.n_first.eq(0)]
         with m.If(~n_stall):
             m.d.sync += r.n_valid.eq(0)  # R refills it (below, in RECEIVE)
         return n_stall
 
     # ------------------------------------------------------------ RECEIVE: A and R stages
-    def _tap_writes(self, m: Module, ports: _Ports, r: _Regs) -> list[tuple[Signal, Value]]:
-        """Each tap's bank slot and contribution ``w[j, k] * x`` for the item R holds.
+    def _tap_writes(self, m: Module, ports: _Ports, r: _Regs) -> list[tuple[Signal, Value, Value]]:
+        """Each tap's bank slot, contribution ``w[j, k] * x`` and whether the slot is the head's
+        (its delay is 0 modulo the span, whatever the head), for the item R holds.
 
         Computed outside the FSM and ungated: R's ``advance`` (which depends on N's stall) only
         selects them for the write. Gated at the source, the stall logic sat in front of the
@@ -319,19 +426,20 @@ class DelayFrontEnd(wiring.Component):
                 slot.eq(Mux(target >= span, target - span, target)),
             ]
             product = weight * r.it_value if k < hard_taps else lut_multiply(weight, r.it_value)
-            writes.append((slot, product))
+            writes.append((slot, product, (delay + late == 0) | (delay + late == span)))
         return writes
 
     def _receive(self, m: Module, ports: _Ports, r: _Regs, n_stall, taps: list) -> None:
         """A takes an item and reads its taps; R writes its contributions into the banks and reads
         the listed flags and counts of its slots for N."""
         ch = self.dcls.channels
+        m.d.comb += r.receiving.eq(1)
         advance = Signal()
         # R waits while O clears an entry of the step before (one write port per bank and flags)
         m.d.comb += advance.eq(r.it_valid & ~n_stall & (~r.z_valid if self.clear_late else 1))
         with m.If(advance):  # R
             slots = []
-            for k, (slot, product) in enumerate(taps):
+            for k, (slot, product, at_head) in enumerate(taps):
                 slots.append(slot)
                 addr = _addr(slot, r.it_channel, ch)
                 bank = ports.z_wr[k]
@@ -341,10 +449,9 @@ class DelayFrontEnd(wiring.Component):
                     bank.en.eq(1),
                     ports.f_rd[k].addr.eq(addr),
                     ports.f_rd[k].en.eq(1),
-                    ports.c_rd[k].addr.eq(slot),
-                    ports.c_rd[k].en.eq(1),
                 ]
-                m.d.sync += r.n_slot[k].eq(slot)
+                ports.counts.read(m, k, slot)
+                m.d.sync += [r.n_slot[k].eq(slot), r.n_head[k].eq(at_head)]
                 dup = 0
                 for lower in slots[:k]:
                     dup = dup | (lower == slot)
@@ -363,7 +470,7 @@ class DelayFrontEnd(wiring.Component):
             m.d.sync += r.busy.eq(0)
         # the last append (if any) lands this cycle: the transparent count read sees it
         with m.If(r.step_seen & ~r.it_valid & ~n_stall):
-            m.d.comb += [ports.c_rd[0].addr.eq(r.head), ports.c_rd[0].en.eq(1)]
+            ports.counts.read(m, 0, r.head)
             m.d.sync += [r.step_seen.eq(0), r.send_first.eq(1), r.index.eq(0)]
             m.next = "SEND"
 
@@ -371,21 +478,32 @@ class DelayFrontEnd(wiring.Component):
     def _send(self, m: Module, ports: _Ports, r: _Regs, queue: CreditFIFO) -> None:
         """L: read the step's list entries (one per cycle, as far as the queue has credit); Z and
         O follow outside the FSM. After the last entry (or at once for an empty slot, with a bare
-        marker) the slot's count is reset and the next step is taken while Z and O finish."""
+        marker) the slot's count is reset (the cycle after) and the next step is taken while Z and O
+        finish."""
         ch, span = self.dcls.channels, self.dcls.span
-        m.d.sync += r.send_first.eq(0)
-        n_now = Signal(range(ch + 1))
-        m.d.comb += n_now.eq(Mux(r.send_first, ports.c_rd[0].data, r.n_listed))
-        with m.If(r.send_first):
-            m.d.sync += r.n_listed.eq(ports.c_rd[0].data)
         issue = Signal()
         last = Signal()
         empty = Signal()
-        m.d.comb += [
-            issue.eq((r.index != n_now) & queue.credit),
-            last.eq(r.index + 1 == n_now),
-            empty.eq(n_now == 0),
-        ]
+        if ports.head is not None:  # the entries left, and whether one or none, are registers
+            m.d.comb += [
+                issue.eq(~ports.head.zero & queue.credit),
+                last.eq(ports.head.one),
+                empty.eq(ports.head.zero),
+            ]
+            with m.If(issue):
+                ports.head.sent(m)
+        else:  # the count the port read at the transition, then kept
+            m.d.sync += r.send_first.eq(0)
+            n_now = Signal(range(ch + 1))
+            first = ports.counts.value(0, r.head)
+            m.d.comb += n_now.eq(Mux(r.send_first, first, r.n_listed))
+            with m.If(r.send_first):
+                m.d.sync += r.n_listed.eq(first)
+            m.d.comb += [
+                issue.eq((r.index != n_now) & queue.credit),
+                last.eq(r.index + 1 == n_now),
+                empty.eq(n_now == 0),
+            ]
         with m.If(empty):  # a bare marker
             m.d.comb += [
                 queue.w.payload.step_end.eq(1),
@@ -400,13 +518,26 @@ class DelayFrontEnd(wiring.Component):
             m.d.sync += [r.index.eq(r.index + 1), r.l_slot.eq(r.head), r.o_seq_end.eq(r.seq_end)]
         m.d.sync += [r.l_valid.eq(issue), r.l_last.eq(issue & last)]
         with m.If((issue & last) | (empty & queue.credit)):
-            m.d.comb += [ports.c_wr.addr.eq(r.head), ports.c_wr.data.eq(0), ports.c_wr.en.eq(1)]
+            m.d.sync += [r.count_reset.eq(1), r.count_reset_slot.eq(r.head)]  # :meth:`_count_reset`
             with m.If(r.seq_end):
                 m.d.sync += r.sweep.eq(0)
                 m.next = "SWEEP_COUNT"
             with m.Else():
                 m.d.sync += r.head.eq(Mux(r.head == span - 1, 0, r.head + 1))
                 m.next = "RECEIVE"
+
+    def _count_reset(self, m: Module, ports: _Ports, r: _Regs) -> None:
+        """Zero the count of the slot SEND just finished, in the cycle after its last entry.
+
+        In that cycle the count port is free: N appends no earlier than two cycles into RECEIVE
+        (A, then R), the sweep writes from its third state, and R's first read of any slot comes a
+        cycle later. Written in SEND's own cycle, the write enable hung on the comparison of the
+        list index with the count just read, and the count reads (transparent to this port)
+        compared their addresses with it: on the UP5K, the d = 12 DCLS network's longest path
+        (11 logic levels from the count read back to it)."""
+        with m.If(r.count_reset):
+            ports.counts.write(m, r.count_reset_slot, 0)
+        m.d.sync += r.count_reset.eq(0)
 
     def _send_tail(self, m: Module, ports: _Ports, r: _Regs, queue: CreditFIFO) -> None:
         """Z: read the entry's banks; O: clear them and its flag, and queue their sum if non-zero
@@ -426,7 +557,7 @@ class DelayFrontEnd(wiring.Component):
         with m.If(r.z_valid):  # O
             total = Signal(signed(dc.z_bits), name="z_sum")
             m.d.comb += total.eq(sum(rd.data for rd in ports.z_rd))  # fits: it is z
-            nonzero = total != 0
+            nonzero = ~sum_is_zero(m, [rd.data for rd in ports.z_rd], dc.z_bits)
             m.d.comb += [
                 queue.w.payload.index.eq(r.z_channel),
                 queue.w.payload.value.eq(total),
@@ -445,14 +576,14 @@ class DelayFrontEnd(wiring.Component):
                 m.d.sync += r.head.eq(0)
                 m.next = "RECEIVE"
             with m.Else():
-                m.d.comb += [ports.c_rd[0].addr.eq(r.sweep), ports.c_rd[0].en.eq(1)]
+                ports.counts.read(m, 0, r.sweep)
                 m.next = "SWEEP_START"
         with m.State("SWEEP_START"):
-            m.d.sync += [r.n_listed.eq(ports.c_rd[0].data), r.index.eq(0)]
+            m.d.sync += [r.n_listed.eq(ports.counts.value(0, r.sweep)), r.index.eq(0)]
             m.next = "SWEEP_LIST"
         with m.State("SWEEP_LIST"):
             with m.If(r.index == r.n_listed):
-                m.d.comb += [ports.c_wr.addr.eq(r.sweep), ports.c_wr.data.eq(0), ports.c_wr.en.eq(1)]
+                ports.counts.write(m, r.sweep, 0)
                 m.d.sync += r.sweep.eq(r.sweep + 1)
                 m.next = "SWEEP_COUNT"
             with m.Else():

@@ -95,6 +95,15 @@ cost JapaneseVowels at P = 4 about 600 logic cells."""
 DCLS_QUEUE_DEPTH = 4
 """Outputs a DCLS front end queues towards its layer; its send pipeline issues only what fits."""
 
+DCLS_COUNT_REGISTERS = 32
+"""Slots up to which a DCLS front end keeps its slot counts in registers, read where they are used
+(``MemoryPlan.style == "registers"``), not in a memory read a cycle ahead on a port per tap. The
+memory's reads had to see the append of the cycle before (a transparent port: an address compare
+and a bypass behind each), and its write enable hung on SEND's index comparison: 9 to 11 logic
+levels, the UP5K's longest path in the d = 12 DCLS network (24.96 MHz against 30). Registers cost
+``span x log2(m + 1)`` flip-flops and a multiplexer per reader; a 32-slot memory is where a block
+RAM or LUT RAM starts to pay."""
+
 MAX_SPAN_WORDS = 1 << 20
 """Largest DCLS delay line (channels x span words) the generator builds."""
 
@@ -123,8 +132,8 @@ class MemoryPlan:
     elem_bits: int
     kind: Literal["weights", "params", "state", "accumulators", "delay_line", "items", "pooled", "queue"]
     config_id: int | None = None  # target id on the configuration stream (None: not loadable)
-    style: Literal["auto", "block", "distributed", "logic", "huge"] = (
-        "auto"  # mapping the plan decided (codesign.hw.targets); huge: a single-port RAM (SPRAM)
+    style: Literal["auto", "block", "distributed", "logic", "huge", "registers"] = (
+        "auto"  # mapping the plan decided (codesign.hw.targets); huge: a single-port RAM (SPRAM);  # registers: not a memory in the RTL at all, read without a port (small DCLS slot counts)
     )
     rom: bool = False  # a frozen build's parameters: initial values, no write port (config ignored)
     banks: int = 1  # memories of ``width / banks`` bits the RTL makes of it (a DCLS bank per tap)
@@ -389,10 +398,17 @@ def _engine_memories(e: EnginePlan, next_id: list[int]) -> dict[str, MemoryPlan]
             index_bits(dc.channels),
             "delay_line",
         )
-        # one read port per tap (a copy each in block RAM): the d = 12 DCLS network's 4 x 4-bit
-        # counts took 2 EBRs where the plan had counted one, 31 of the UP5K's 30
+        # a memory: one read port per tap (a copy each in block RAM: the d = 12 DCLS network's
+        # 4 x 4-bit counts took 2 EBRs where the plan had counted one, 31 of the UP5K's 30);
+        # registers up to DCLS_COUNT_REGISTERS slots
         mems["dcls_counts"] = MemoryPlan(
-            f"{e.name}_dcls_counts", dc.span, 1, (dc.channels).bit_length(), "delay_line", banks=dc.taps
+            f"{e.name}_dcls_counts",
+            dc.span,
+            1,
+            (dc.channels).bit_length(),
+            "delay_line",
+            banks=dc.taps,
+            style="registers" if dc.span <= DCLS_COUNT_REGISTERS else "auto",
         )
         mems["dcls_queue"] = MemoryPlan(  # its outputs towards the layer (ItemLayout)
             f"{e.name}_dcls_outputs",
@@ -855,14 +871,16 @@ COLLISION_FREE = ("items", "queue", "accumulators", "state", "pooled")
 
 The DCLS front end's memories of :data:`DCLS_COLLISION_FREE` are among them too."""
 
-DCLS_COLLISION_FREE = ("dcls_queue", "dcls_zbuf", "dcls_listed")
+DCLS_COLLISION_FREE = ("dcls_queue", "dcls_zbuf", "dcls_listed", "dcls_lists")
 """The DCLS front end's memories whose reads never meet a write of the same word
 (:class:`codesign.hw.dcls.DelayFrontEnd`): its output queue (a ``CreditFIFO``); the banks, read
 by Z and cleared by O a cycle later, while R (which writes the next step's contributions and reads
 the flags) waits out O's cycles, the entries of a slot's list distinct channels and R's first
 write after Z's last read; the listed flags, read by R and set by N for different channels of a
-step (an index comes once per step) and cleared by O. The lists and counts keep the read-first
-copy (written by N while L and the sweep read them)."""
+step (an index comes once per step) and cleared by O; the lists, appended by N while items are
+received and read by L while a step is sent and by the sweep (N idle in both). A slot-count
+memory (:data:`DCLS_COUNT_REGISTERS`) keeps its transparent reads: R reads the count N is
+appending to."""
 
 
 def _mark_collision_free(engines: list[EnginePlan], target: Target) -> list[EnginePlan]:
@@ -903,7 +921,7 @@ def _map_memories(engines: list[EnginePlan], target: Target) -> list[EnginePlan]
     roms: set[str] = set()
     for e in engines:
         for mem in e.memories.values():
-            if mem.style == "huge":
+            if mem.style in ("huge", "registers"):
                 continue
             name = mem.shared or mem.name
             depth, width = shapes.get(name, (mem.depth, 0))
