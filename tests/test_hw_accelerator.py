@@ -399,7 +399,7 @@ def test_shared_update_unit_matches_golden(
     ("name", "lanes", "weights", "share_updates"),
     [
         ("japanese_vowels_cmru2", 4, "frozen", "on"),  # state read per turn, pooled sums
-        ("japanese_vowels_cmru2", 8, "frozen", "on"),  # ... its state held (no layout keeps lanes apart)
+        ("japanese_vowels_cmru2", 8, "frozen", "on"),  # ... round the slices
         ("japanese_vowels_cmru2", 2, "frozen", "off"),  # a unit per lane: held words
         ("japanese_vowels_mingru", 3, "frozen", "on"),  # a three-stage unit, unfolded state: held
         ("flip_flop_bgmingru_dcls", 2, "runtime", "on"),  # DCLS front ends (their memories unmarked)
@@ -414,8 +414,8 @@ def test_up5k_memories_marked_collision_free_never_collide(
     of JapaneseVowels at P = 4). That holds only if no read ever meets a write of its word: here
     every such memory is watched over a run that matches the golden model. A state read one lane
     per turn is laid out so that no lane's read meets another's write (``front.state_interleaved``);
-    round the slices, lane ``j``'s read meets lane ``j - 2``'s write in JapaneseVowels at P = 4
-    (the mutant below)."""
+    with the UP5K's two-stage update units, four consecutive lanes per word put lane ``j``'s read
+    on lane ``j - 3``'s write in JapaneseVowels at P = 8 (the mutant below)."""
     from codesign.hw import front
 
     bundle = load_bundle(BUNDLES / name)
@@ -441,15 +441,16 @@ def test_up5k_memories_marked_collision_free_never_collide(
     assert_matches_golden(bundle, xs, share_updates=share_updates, narrow="auto", **options)
     if name == "japanese_vowels_cmru2" and share_updates == "on":
         state = [e.memories["state"] for e in plan.layers]
-        # lane j's read (C3 + j) meets lane j - 2's write (C3 + j - 2 + 2): at P = 4 two lanes
-        # per word keep them apart; at P = 8 (four per word, or round two slices) nothing does,
-        # and the state keeps its held word
+        assert [e.update_latency for e in plan.layers] == [2, 2]  # Target.update_stages_min
+        # lane j's read (C3 + j) meets lane j - 3's write (C3 + j - 3 + 2 + 1): at P = 4 two
+        # lanes per word keep them apart, at P = 8 (four per word) only the lanes round the two
+        # slices do
         layouts = [front.state_interleaved(e, m) for e, m in zip(plan.layers, state, strict=True)]
-        assert layouts == [False if lanes == 4 else None] * 2, (layouts, [m.fold for m in state])
-        assert all(("state" in front.lane_reads(plan, e)) == (lanes == 4) for e in plan.layers)
-    if (name, lanes) == ("japanese_vowels_cmru2", 4):
-        # the mutant: the lanes round the slices, lane j's word is lane j - 2's
-        monkeypatch.setattr(front, "state_interleaved", lambda e, mem: True)
+        assert layouts == [lanes == 8] * 2, (layouts, [m.fold for m in state])
+        assert all("state" in front.lane_reads(plan, e) for e in plan.layers)
+    if (name, lanes) == ("japanese_vowels_cmru2", 8):
+        # the mutant: four consecutive lanes per word, lane j's word is lane j - 3's
+        monkeypatch.setattr(front, "state_interleaved", lambda e, mem: False)
         collisions.clear()
         memories.clear()
         mutant = simulate(

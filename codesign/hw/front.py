@@ -27,7 +27,15 @@ from codesign.hw.lanes import LaneArray
 from codesign.hw.plan import SLICED_KEYS, AcceleratorPlan, EnginePlan, MemoryPlan, index_bits
 from codesign.hw.signature import ItemLayout
 
-__all__ = ["MacFront", "WriteLayout", "lane_fields", "lane_reads", "lane_slot", "state_by_lane", "state_interleaved"]
+__all__ = [
+    "MacFront",
+    "WriteLayout",
+    "lane_fields",
+    "lane_reads",
+    "lane_slot",
+    "state_by_lane",
+    "state_interleaved",
+]
 
 HELD = ("params", "state", "pool")
 """Memories read on a group's last slot for the update stage."""

@@ -213,7 +213,8 @@ class EnginePlan:
     multiplier: Literal["auto", "hard", "lut", "mixed"] = "auto"  # hard multipliers, or shift-and-add in LUTs
     hard_products: int = 0  # "mixed": the first this many of the P x matrices products are hard
     update_multiplier: Literal["hard", "lut"] = "hard"  # the update unit's multiplies (minGRU's z * (u - h))
-    update_latency: int = 1  # cycles of the update unit (C3, or C3 and C3b): CellKind.update_stages
+    update_latency: int = 1  # cycles of the update unit (C3, or C3 and C3b): CellKind.update_stages,
+    # at least the target's Target.update_stages_min
     period: int = 0  # selective update: the schedule's period (0: every neuron updates every step)
     lane_multipliers: int = 0  # multipliers per lane shared over the matrices (0: one per matrix)
     digit_passes: int = 1  # cycles one LUT weight product takes: Booth digits in turn (share "X:K")
@@ -1190,7 +1191,10 @@ def plan_accelerator(
     if counters not in COUNTER_SETS:
         raise CodesignError(f"--counters {counters!r} is not one of {', '.join(COUNTER_SETS)}")
     _check_lanes(manifest, lanes)
-    layers = [_plan_layer(manifest, i, lanes) for i in range(len(manifest.layers))]
+    layers = [
+        replace(e, update_latency=max(e.update_latency, chip.update_stages_min))
+        for e in (_plan_layer(manifest, i, lanes) for i in range(len(manifest.layers)))
+    ]
     next_id = [0]
     engines = [
         replace(e, memories=_engine_memories(e, next_id))

@@ -59,6 +59,11 @@ class Target:
     """(depth, width) of one single-port RAM."""
     huge_byte: int = 4
     """Write granularity of a single-port RAM (SB_SPRAM256KA: a mask bit per 4-bit nibble)."""
+    update_stages_min: int = 1
+    """Pipeline stages every update unit takes at least (``EnginePlan.update_latency``): on the
+    UP5K the CMRU's one-cycle ``|c| >= |b|`` (two carry chains as wide as the sums, 36 bits in the
+    d = 12 DCLS network) and the state multiplexer behind it were the longest path once the DCLS
+    front end's were gone (26.8-28.6 MHz over three placement seeds)."""
     undefined_collisions: bool = False
     """The block RAM's read of a word written in the same cycle is undefined (the iCE40 EBR: yosys'
     ``brams.txt`` declares no read-during-write behaviour), so yosys makes every read that must
@@ -205,6 +210,7 @@ TARGETS: dict[str, Target] = {
             one_lane_readout=True,
             huge_rams=4,
             undefined_collisions=True,
+            update_stages_min=2,
         ),
         Target(
             "ecp5",

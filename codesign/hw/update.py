@@ -207,7 +207,10 @@ class UpdateUnit(wiring.Component):
 
 
 class CMRUUpdate(UpdateUnit):
-    """cmru / bmru / alphacmru: ``g = |c| >= |b|``; if g: ``h <- sat(eps*h + sign(c)*alpha)`` (else ``hold``)."""
+    """cmru / bmru / alphacmru: ``g = |c| >= |b|``; if g: ``h <- sat(eps*h + sign(c)*alpha)`` (else ``hold``).
+
+    One stage, or two where the target asks for them (``Target.update_stages_min``): the gate,
+    the new state and its clip flag registered in C3b."""
 
     def elaborate(self, platform):
         m = Module()
@@ -229,6 +232,13 @@ class CMRUUpdate(UpdateUnit):
         new, clipped = saturate(
             m, total, e.state_bits, "h_new", fault=self.faults.active("sat_off_by_one", e.index)
         )
+        if e.update_latency >= 2:
+            assert e.update_latency == 2, e.update_latency
+            gate, new, clipped = (
+                _stage(m, gate, "gate"),
+                _stage(m, new, "h_new"),
+                _stage(m, clipped, "clipped"),
+            )
         m.d.comb += [
             self.new.h.eq(new),
             self.out.eq(new),
