@@ -3932,103 +3932,142 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire \$100 ;
+  reg \$100 ;
   wire \$101 ;
-  wire \$102 ;
+  wire [3:0] \$102 ;
   wire \$103 ;
-  wire \$104 ;
-  wire \$105 ;
+  reg [2:0] \$104 ;
+  reg [2:0] \$105 ;
   wire \$106 ;
-  wire \$107 ;
+  reg [2:0] \$107 ;
   wire \$108 ;
   wire \$109 ;
-  wire \$11 ;
+  reg [2:0] \$11 ;
   wire \$110 ;
   wire \$111 ;
-  wire \$112 ;
+  wire [2:0] \$112 ;
   wire \$113 ;
-  wire \$114 ;
-  wire \$115 ;
-  wire [3:0] \$116 ;
-  wire \$117 ;
+  wire [3:0] \$114 ;
+  wire [2:0] \$115 ;
+  wire \$116 ;
+  wire [2:0] \$117 ;
   wire \$118 ;
   wire \$119 ;
-  wire \$12 ;
-  wire \$120 ;
+  reg [2:0] \$12 ;
+  wire [2:0] \$120 ;
   wire \$121 ;
   wire [2:0] \$122 ;
-  wire [2:0] \$123 ;
+  wire \$123 ;
   wire \$124 ;
   wire \$125 ;
-  wire [3:0] \$126 ;
-  wire [3:0] \$127 ;
-  wire [32:0] \$128 ;
-  reg [31:0] \$129 ;
-  wire [3:0] \$13 ;
-  reg [31:0] \$130 ;
-  reg [31:0] \$131 ;
-  reg [31:0] \$132 ;
-  reg [31:0] \$133 ;
-  reg [31:0] \$134 ;
-  reg [31:0] \$135 ;
-  reg [31:0] \$136 ;
-  reg [31:0] \$137 ;
-  reg [31:0] \$138 ;
-  reg \$139 ;
-  wire [2:0] \$14 ;
-  reg \$140 ;
-  reg \$141 ;
-  reg [1:0] \$142 ;
-  reg \$143 ;
-  reg \$144 ;
-  reg \$145 ;
-  reg [2:0] \$146 ;
-  reg \$147 ;
-  reg [4:0] \$148 ;
-  reg [2:0] \$149 ;
-  wire \$15 ;
-  reg [1:0] \$150 ;
-  reg [1:0] \$151 ;
-  reg [2:0] \$152 ;
-  reg [1:0] \$153 ;
-  reg [1:0] \$154 ;
-  reg [1:0] \$155 ;
-  reg [2:0] \$156 ;
-  reg \$157 ;
-  reg \$158 ;
-  reg \$159 ;
-  wire [4:0] \$16 ;
-  reg [2:0] \$160 ;
-  reg [1:0] \$161 ;
-  reg \$162 ;
-  reg [2:0] \$163 ;
-  reg [2:0] \$164 ;
-  reg [1:0] \$165 ;
-  reg \$166 ;
-  reg [2:0] \$167 ;
-  reg [31:0] \$168 ;
+  wire \$126 ;
+  wire \$127 ;
+  wire \$128 ;
+  wire \$129 ;
+  wire \$13 ;
+  wire \$130 ;
+  wire \$131 ;
+  wire \$132 ;
+  wire \$133 ;
+  wire \$134 ;
+  wire \$135 ;
+  wire \$136 ;
+  wire \$137 ;
+  wire \$138 ;
+  wire \$139 ;
+  wire \$14 ;
+  wire \$140 ;
+  wire \$141 ;
+  wire [3:0] \$142 ;
+  wire \$143 ;
+  wire [3:0] \$144 ;
+  wire \$145 ;
+  wire \$146 ;
+  wire \$147 ;
+  wire \$148 ;
+  wire \$149 ;
+  wire [2:0] \$15 ;
+  wire [2:0] \$150 ;
+  wire [2:0] \$151 ;
+  wire \$152 ;
+  reg [2:0] \$153 ;
+  wire \$154 ;
+  wire [3:0] \$155 ;
+  wire [3:0] \$156 ;
+  wire [32:0] \$157 ;
+  reg [31:0] \$158 ;
+  reg [31:0] \$159 ;
+  wire \$16 ;
+  reg [31:0] \$160 ;
+  reg [31:0] \$161 ;
+  reg [31:0] \$162 ;
+  reg [31:0] \$163 ;
+  reg [31:0] \$164 ;
+  reg [31:0] \$165 ;
+  reg [31:0] \$166 ;
+  reg [31:0] \$167 ;
+  reg \$168 ;
+  reg \$169 ;
   wire [4:0] \$17 ;
-  wire [2:0] \$18 ;
-  wire \$19 ;
+  reg \$170 ;
+  reg [2:0] \$171 ;
+  reg [2:0] \$172 ;
+  reg [2:0] \$173 ;
+  reg [2:0] \$174 ;
+  reg [2:0] \$175 ;
+  reg \$176 ;
+  reg \$177 ;
+  reg [1:0] \$178 ;
+  reg \$179 ;
+  wire [4:0] \$18 ;
+  reg \$180 ;
+  reg \$181 ;
+  reg [2:0] \$182 ;
+  reg \$183 ;
+  reg [4:0] \$184 ;
+  reg \$185 ;
+  reg [2:0] \$186 ;
+  reg [1:0] \$187 ;
+  reg [1:0] \$188 ;
+  reg [2:0] \$189 ;
+  wire [2:0] \$19 ;
+  reg [1:0] \$190 ;
+  reg [1:0] \$191 ;
+  reg [1:0] \$192 ;
+  reg [1:0] \$193 ;
+  reg [2:0] \$194 ;
+  reg \$195 ;
+  reg \$196 ;
+  reg \$197 ;
+  reg [2:0] \$198 ;
+  reg [1:0] \$199 ;
   wire \$2 ;
-  wire [4:0] \$20 ;
+  wire \$20 ;
+  reg \$200 ;
+  reg [2:0] \$201 ;
+  reg [1:0] \$202 ;
+  reg \$203 ;
+  reg [1:0] \$204 ;
+  reg [2:0] \$205 ;
+  reg [2:0] \$206 ;
+  reg [31:0] \$207 ;
   wire [4:0] \$21 ;
-  wire [10:0] \$22 ;
-  wire [11:0] \$23 ;
-  wire \$24 ;
+  wire [4:0] \$22 ;
+  wire [10:0] \$23 ;
+  wire [11:0] \$24 ;
   wire \$25 ;
-  wire \$26 ;
-  wire \$27 ;
-  wire \$28 ;
-  wire \$29 ;
+  wire [10:0] \$26 ;
+  wire [10:0] \$27 ;
+  wire [11:0] \$28 ;
+  wire [11:0] \$29 ;
   wire \$3 ;
   wire \$30 ;
   wire \$31 ;
   wire \$32 ;
-  wire \$33 ;
-  wire \$34 ;
-  wire [9:0] \$35 ;
-  wire [9:0] \$36 ;
+  wire [10:0] \$33 ;
+  wire [10:0] \$34 ;
+  wire [11:0] \$35 ;
+  wire [11:0] \$36 ;
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
@@ -4039,16 +4078,16 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   wire \$43 ;
   wire \$44 ;
   wire \$45 ;
-  wire \$46 ;
-  wire \$47 ;
+  wire [9:0] \$46 ;
+  wire [9:0] \$47 ;
   wire \$48 ;
   wire \$49 ;
   wire \$5 ;
   wire \$50 ;
-  wire [2:0] \$51 ;
+  wire \$51 ;
   wire \$52 ;
   wire \$53 ;
-  wire [3:0] \$54 ;
+  wire \$54 ;
   wire \$55 ;
   wire \$56 ;
   wire \$57 ;
@@ -4064,70 +4103,58 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   wire \$66 ;
   wire \$67 ;
   wire \$68 ;
-  wire [1:0] \$69 ;
+  wire \$69 ;
   wire \$7 ;
-  wire [32:0] \$70 ;
+  wire \$70 ;
   wire \$71 ;
-  wire [1:0] \$72 ;
-  wire [32:0] \$73 ;
-  wire [1:0] \$74 ;
-  wire [32:0] \$75 ;
-  wire \$76 ;
-  wire [1:0] \$77 ;
-  wire [32:0] \$78 ;
-  wire [1:0] \$79 ;
+  wire \$72 ;
+  wire [1:0] \$73 ;
+  wire [32:0] \$74 ;
+  wire \$75 ;
+  wire [1:0] \$76 ;
+  wire [32:0] \$77 ;
+  wire [1:0] \$78 ;
+  wire [32:0] \$79 ;
   wire \$8 ;
-  wire [32:0] \$80 ;
-  wire \$81 ;
-  wire [1:0] \$82 ;
-  wire [32:0] \$83 ;
-  wire [1:0] \$84 ;
-  wire [32:0] \$85 ;
-  wire \$86 ;
-  wire [1:0] \$87 ;
-  wire [32:0] \$88 ;
-  wire [1:0] \$89 ;
+  wire \$80 ;
+  wire [1:0] \$81 ;
+  wire [32:0] \$82 ;
+  wire [1:0] \$83 ;
+  wire [32:0] \$84 ;
+  wire \$85 ;
+  wire [1:0] \$86 ;
+  wire [32:0] \$87 ;
+  wire [1:0] \$88 ;
+  wire [32:0] \$89 ;
   wire [1:0] \$9 ;
-  wire [32:0] \$90 ;
-  wire \$91 ;
-  wire [1:0] \$92 ;
+  wire \$90 ;
+  wire [1:0] \$91 ;
+  wire [32:0] \$92 ;
   wire [32:0] \$93 ;
-  wire \$94 ;
+  wire [32:0] \$94 ;
   wire \$95 ;
-  wire [2:0] \$96 ;
-  wire \$97 ;
-  wire [3:0] \$98 ;
+  wire \$96 ;
+  wire [3:0] \$97 ;
+  wire \$98 ;
   wire \$99 ;
   reg [4:0] \$signature__addr ;
-  reg [4:0] \$signature__addr$104 ;
-  reg [1:0] \$signature__addr$41 ;
-  reg [4:0] \$signature__addr$58 ;
-  reg [4:0] \$signature__addr$61 ;
-  reg [4:0] \$signature__addr$62 ;
-  reg [4:0] \$signature__addr$65 ;
-  reg [4:0] \$signature__addr$85 ;
-  reg [1:0] \$signature__addr$86 ;
+  reg [4:0] \$signature__addr$103 ;
+  reg [4:0] \$signature__addr$59 ;
+  reg [4:0] \$signature__addr$60 ;
+  reg [4:0] \$signature__addr$63 ;
   reg [4:0] \$signature__addr$87 ;
-  reg [1:0] \$signature__addr$88 ;
+  reg [4:0] \$signature__addr$89 ;
   wire \$signature__data ;
-  wire \$signature__data$22 ;
-  wire [2:0] \$signature__data$35 ;
-  wire [2:0] \$signature__data$36 ;
-  reg [2:0] \$signature__data$38 ;
-  reg [2:0] \$signature__data$42 ;
-  wire [2:0] \$signature__data$59 ;
-  reg [9:0] \$signature__data$63 ;
-  reg [9:0] \$signature__data$66 ;
-  wire [9:0] \$signature__data$70 ;
-  wire [9:0] \$signature__data$71 ;
+  wire \$signature__data$20 ;
+  wire [2:0] \$signature__data$57 ;
+  reg [9:0] \$signature__data$61 ;
+  reg [9:0] \$signature__data$64 ;
+  wire [9:0] \$signature__data$68 ;
+  wire [9:0] \$signature__data$69 ;
   reg \$signature__en ;
   reg \$signature__en$10 ;
-  reg \$signature__en$11 ;
-  reg \$signature__en$12 ;
-  reg \$signature__en$40 ;
-  reg \$signature__en$43 ;
-  reg \$signature__en$64 ;
-  reg \$signature__en$67 ;
+  reg \$signature__en$62 ;
+  reg \$signature__en$65 ;
   reg \$signature__en$7 ;
   reg \$signature__en$8 ;
   reg \$signature__en$9 ;
@@ -4149,6 +4176,14 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   input config__valid;
   wire config__valid;
   reg [2:0] count;
+  reg [2:0] count0 = 3'h0;
+  reg [2:0] count1 = 3'h0;
+  reg [2:0] count2 = 3'h0;
+  reg [2:0] count3 = 3'h0;
+  reg [1:0] count_reads;
+  reg count_reset = 1'h0;
+  reg [1:0] count_reset_slot = 2'h0;
+  reg count_write;
   wire credit;
   reg [2:0] dcls_state = 3'h0;
   wire [1:0] delay0;
@@ -4158,6 +4193,9 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   reg f_wr__data;
   reg f_wr__en;
   reg [1:0] head = 2'h0;
+  reg [2:0] head_left = 3'h0;
+  reg head_left_one = 1'h0;
+  reg head_left_zero = 1'h1;
   reg [2:0] index = 3'h0;
   reg issue;
   reg [2:0] it_channel = 3'h0;
@@ -4176,6 +4214,9 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   reg l_last = 1'h0;
   reg [1:0] l_slot = 2'h0;
   reg l_valid = 1'h0;
+  reg [4:0] l_wr__addr;
+  reg [2:0] l_wr__data;
+  reg l_wr__en;
   reg last;
   output [31:0] layer0_dcls_counts_reads;
   reg [31:0] layer0_dcls_counts_reads = 32'd0;
@@ -4203,9 +4244,9 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   reg [2:0] n_channel = 3'h0;
   reg [1:0] n_dup = 2'h0;
   reg n_first = 1'h0;
+  reg [1:0] n_head = 2'h0;
   reg [1:0] n_left = 2'h0;
   reg [2:0] n_listed = 3'h0;
-  reg [2:0] n_now;
   reg [1:0] n_slot0 = 2'h0;
   reg [1:0] n_slot1 = 2'h0;
   wire n_stall;
@@ -4223,9 +4264,9 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   output outputs__valid;
   wire outputs__valid;
   wire [2:0] port__addr;
-  reg [2:0] \port__addr$93 ;
+  reg [2:0] \port__addr$94 ;
   wire [31:0] port__data;
-  wire [31:0] \port__data$48 ;
+  wire [31:0] \port__data$46 ;
   wire [3:0] port__en;
   reg \port__en$5 ;
   wire [15:0] r__payload;
@@ -4236,6 +4277,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   input r__ready;
   wire r__ready;
   wire r__valid;
+  reg receiving;
   reg reserve;
   input rst;
   wire rst;
@@ -4261,33 +4303,8 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   reg z_last = 1'h0;
   reg [10:0] z_sum;
   reg z_valid = 1'h0;
-  reg [2:0] counts [3:0];
-  initial begin
-    counts[0] = 3'h0;
-    counts[1] = 3'h0;
-    counts[2] = 3'h0;
-    counts[3] = 3'h0;
-  end
-  always @(posedge clk) begin
-    if (\$signature__en$43 )
-      counts[\$signature__addr$41 ] <= \$signature__data$42 ;
-  end
-  reg [2:0] _0_;
-  reg [2:0] _1_;
-  always @(posedge clk) begin
-    if (\$signature__en$12 ) begin
-      _0_ <= counts[\$signature__addr$88 ];
-      if (\$signature__en$43  && \$signature__addr$88  == \$signature__addr$41 )
-        _0_ <= \$signature__data$42 ;
-    end
-    if (\$signature__en$11 ) begin
-      _1_ <= counts[\$signature__addr$86 ];
-      if (\$signature__en$43  && \$signature__addr$86  == \$signature__addr$41 )
-        _1_ <= \$signature__data$42 ;
-    end
-  end
-  assign \$signature__data$36  = _0_;
-  assign \$signature__data$35  = _1_;
+  reg [10:0] zero_term0;
+  reg [10:0] zero_term1;
   reg [0:0] listed [31:0];
   initial begin
     listed[0] = 1'h0;
@@ -4327,18 +4344,18 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     if (f_wr__en)
       listed[f_wr__addr] <= f_wr__data;
   end
-  reg [0:0] _2_;
-  reg [0:0] _3_;
+  reg [0:0] _0_;
+  reg [0:0] _1_;
   always @(posedge clk) begin
     if (\$signature__en$10 ) begin
-      _2_ <= listed[\$signature__addr$87 ];
+      _0_ <= listed[\$signature__addr$89 ];
     end
     if (\$signature__en$9 ) begin
-      _3_ <= listed[\$signature__addr$85 ];
+      _1_ <= listed[\$signature__addr$87 ];
     end
   end
-  assign \$signature__data$22  = _2_;
-  assign \$signature__data  = _3_;
+  assign \$signature__data$20  = _0_;
+  assign \$signature__data  = _1_;
   reg [2:0] lists [31:0];
   initial begin
     lists[0] = 3'h0;
@@ -4375,16 +4392,16 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     lists[31] = 3'h0;
   end
   always @(posedge clk) begin
-    if (\$signature__en$40 )
-      lists[\$signature__addr ] <= \$signature__data$38 ;
+    if (l_wr__en)
+      lists[l_wr__addr] <= l_wr__data;
   end
-  reg [2:0] _4_;
+  reg [2:0] _2_;
   always @(posedge clk) begin
     if (\$signature__en ) begin
-      _4_ <= lists[\$signature__addr$104 ];
+      _2_ <= lists[\$signature__addr$103 ];
     end
   end
-  assign \$signature__data$59  = _4_;
+  assign \$signature__data$57  = _2_;
   reg [31:0] taps [4:0];
   initial begin
     taps[0] = 32'd66912823;
@@ -4403,13 +4420,13 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     if (port__en[3])
       taps[config__payload[5:3]][31:24] <= port__data[31:24];
   end
-  reg [31:0] _5_;
+  reg [31:0] _3_;
   always @(posedge clk) begin
     if (\port__en$5 ) begin
-      _5_ <= taps[\port__addr$93 ];
+      _3_ <= taps[\port__addr$94 ];
     end
   end
-  assign \port__data$48  = _5_;
+  assign \port__data$46  = _3_;
   reg [9:0] zbuf0 [31:0];
   initial begin
     zbuf0[0] = 10'h000;
@@ -4446,16 +4463,16 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     zbuf0[31] = 10'h000;
   end
   always @(posedge clk) begin
-    if (\$signature__en$64 )
-      zbuf0[\$signature__addr$62 ] <= \$signature__data$63 ;
+    if (\$signature__en$62 )
+      zbuf0[\$signature__addr$60 ] <= \$signature__data$61 ;
   end
-  reg [9:0] _6_;
+  reg [9:0] _4_;
   always @(posedge clk) begin
     if (\$signature__en$7 ) begin
-      _6_ <= zbuf0[\$signature__addr$58 ];
+      _4_ <= zbuf0[\$signature__addr ];
     end
   end
-  assign \$signature__data$70  = _6_;
+  assign \$signature__data$68  = _4_;
   reg [9:0] zbuf1 [31:0];
   initial begin
     zbuf1[0] = 10'h000;
@@ -4492,23 +4509,23 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     zbuf1[31] = 10'h000;
   end
   always @(posedge clk) begin
-    if (\$signature__en$67 )
-      zbuf1[\$signature__addr$65 ] <= \$signature__data$66 ;
+    if (\$signature__en$65 )
+      zbuf1[\$signature__addr$63 ] <= \$signature__data$64 ;
   end
-  reg [9:0] _7_;
+  reg [9:0] _5_;
   always @(posedge clk) begin
     if (\$signature__en$8 ) begin
-      _7_ <= zbuf1[\$signature__addr$61 ];
+      _5_ <= zbuf1[\$signature__addr$59 ];
     end
   end
-  assign \$signature__data$71  = _7_;
+  assign \$signature__data$69  = _5_;
   assign \$1  = config__payload[2:0] == 2'h3;
   assign \$2  = config__valid & \$1 ;
   assign port__en = \$2  << config__payload[9:8];
   assign \$3  = ~ \$signature__data ;
   assign \$4  = ~ n_dup[0];
   assign \$5  = \$3  & \$4 ;
-  assign \$6  = ~ \$signature__data$22 ;
+  assign \$6  = ~ \$signature__data$20 ;
   assign \$7  = ~ n_dup[1];
   assign \$8  = \$6  & \$7 ;
   assign need = n_first ? need_first : n_left;
@@ -4516,200 +4533,238 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   assign left = need & \$9 ;
   assign \$10  = | left;
   assign n_stall = n_valid & \$10 ;
-  assign \$11  = | need;
-  assign \$12  = n_valid & \$11 ;
-  assign \$13  = count + 1'h1;
-  assign \$14  = head + \port__data$48 [9:8];
-  assign target0 = \$14  + 1'h0;
-  assign \$15  = target0 >= 3'h4;
-  assign \$16  = target0 - 3'h4;
-  assign \$17  = \$15  ? \$16  : { 1'h0, target0 };
-  assign \$18  = head + \port__data$48 [25:24];
-  assign target1 = \$18  + 1'h0;
-  assign \$19  = target1 >= 3'h4;
-  assign \$20  = target1 - 3'h4;
-  assign \$21  = \$19  ? \$20  : { 1'h0, target1 };
-  assign \$22  = $signed(1'h0) + $signed(\$signature__data$70 );
-  assign \$23  = $signed(\$22 ) + $signed(\$signature__data$71 );
-  assign \$24  = z_last & o_seq_end;
-  assign \$25  = | z_sum;
-  assign \$26  = \$25  | z_last;
-  assign \$27  = | z_sum;
-  assign \$28  = ~ \$27 ;
-  assign \$29  = ~ z_last;
-  assign \$30  = \$28  & \$29 ;
-  assign \$31  = ! clear_entry;
-  assign \$32  = ~ n_stall;
-  assign \$33  = it_valid & \$32 ;
-  assign \$35  = $signed(\port__data$48 [7:0]) * $signed(it_value);
-  assign \$36  = $signed(\port__data$48 [23:16]) * $signed(it_value);
-  assign \$37  = ~ step_seen;
-  assign \$38  = ~ it_valid;
-  assign \$39  = \$38  | advance;
-  assign \$40  = \$37  & \$39 ;
-  assign \$41  = ~ step_seen;
-  assign \$42  = ~ it_valid;
-  assign \$43  = \$42  | advance;
-  assign \$44  = \$41  & \$43 ;
-  assign \$45  = \$44  & items__valid;
-  assign \$46  = | items__payload[4:3];
-  assign \$47  = ~ it_valid;
-  assign \$48  = step_seen & \$47 ;
-  assign \$49  = ~ n_stall;
-  assign \$50  = \$48  & \$49 ;
-  assign \$51  = send_first ? \$signature__data$35  : n_listed;
-  assign \$52  = index != n_now;
-  assign \$53  = \$52  & credit;
-  assign \$54  = index + 1'h1;
-  assign \$55  = \$54  == n_now;
-  assign \$56  = ! n_now;
-  assign \$57  = issue & last;
-  assign \$58  = empty & credit;
-  assign \$59  = \$57  | \$58 ;
-  assign \$60  = sweep == 3'h4;
-  assign \$61  = index == n_listed;
-  assign \$62  = ! dcls_state;
-  assign \$63  = dcls_state == 1'h1;
-  assign \$64  = dcls_state == 2'h2;
-  assign \$65  = dcls_state == 2'h3;
-  assign \$66  = dcls_state == 3'h4;
-  assign \$67  = dcls_state == 3'h5;
-  assign \$68  = dcls_state == 3'h6;
-  assign \$69  = 1'h0 + \port__en$5 ;
-  assign \$70  = layer0_dcls_taps_reads + \$69 ;
-  assign \$71  = | port__en;
-  assign \$72  = 1'h0 + \$71 ;
-  assign \$73  = layer0_dcls_taps_writes + \$72 ;
-  assign \$74  = 1'h0 + \$signature__en$7 ;
-  assign \$75  = layer0_dcls_zbuf_reads + \$74 ;
-  assign \$77  = 1'h0 + \$76 ;
-  assign \$78  = layer0_dcls_zbuf_writes + \$77 ;
-  assign \$79  = 1'h0 + \$signature__en$9 ;
-  assign \$80  = layer0_dcls_listed_reads + \$79 ;
-  assign \$82  = 1'h0 + \$81 ;
-  assign \$83  = layer0_dcls_listed_writes + \$82 ;
-  assign \$84  = 1'h0 + \$signature__en ;
-  assign \$85  = layer0_dcls_lists_reads + \$84 ;
-  assign \$87  = 1'h0 + \$86 ;
-  assign \$88  = layer0_dcls_lists_writes + \$87 ;
-  assign \$89  = 1'h0 + \$signature__en$11 ;
-  assign \$90  = layer0_dcls_counts_reads + \$89 ;
-  assign \$92  = 1'h0 + \$91 ;
-  assign \$93  = layer0_dcls_counts_writes + \$92 ;
-  assign \$94  = ~ n_stall;
-  assign \$95  = clear_entry == 3'h4;
-  assign \$96  = clear_slot + 1'h1;
-  assign \$97  = clear_slot == 2'h3;
-  assign \$98  = clear_entry + 1'h1;
-  assign \$99  = \$17 [1:0] == \$21 [1:0];
-  assign \$101  = ~ step_seen;
-  assign \$102  = ~ it_valid;
-  assign \$103  = \$102  | advance;
-  assign \$104  = \$101  & \$103 ;
-  assign \$105  = \$104  & items__valid;
-  assign \$106  = | items__payload[4:3];
-  assign \$107  = ~ items__valid;
-  assign \$108  = ~ it_valid;
-  assign \$109  = \$107  & \$108 ;
-  assign \$110  = ~ n_valid;
-  assign \$111  = \$109  & \$110 ;
-  assign \$112  = ~ it_valid;
-  assign \$113  = step_seen & \$112 ;
-  assign \$114  = ~ n_stall;
-  assign \$115  = \$113  & \$114 ;
-  assign \$116  = index + 1'h1;
-  assign \$117  = issue & last;
-  assign \$118  = issue & last;
-  assign \$119  = empty & credit;
-  assign \$120  = \$118  | \$119 ;
-  assign \$121  = head == 2'h3;
-  assign \$122  = head + 1'h1;
-  assign \$123  = \$121  ? 3'h0 : \$122 ;
-  assign \$124  = sweep == 3'h4;
-  assign \$125  = index == n_listed;
-  assign \$126  = sweep + 1'h1;
-  assign \$127  = index + 1'h1;
-  assign \$128  = layer0_dcls_cycles + busy;
+  assign \$13  = | need;
+  assign \$14  = n_valid & \$13 ;
+  assign \$15  = head + \port__data$46 [9:8];
+  assign target0 = \$15  + 1'h0;
+  assign \$16  = target0 >= 3'h4;
+  assign \$17  = target0 - 3'h4;
+  assign \$18  = \$16  ? \$17  : { 1'h0, target0 };
+  assign \$19  = head + \port__data$46 [25:24];
+  assign target1 = \$19  + 1'h0;
+  assign \$20  = target1 >= 3'h4;
+  assign \$21  = target1 - 3'h4;
+  assign \$22  = \$20  ? \$21  : { 1'h0, target1 };
+  assign \$23  = $signed(1'h0) + $signed(\$signature__data$68 );
+  assign \$24  = $signed(\$23 ) + $signed(\$signature__data$69 );
+  assign \$25  = z_last & o_seq_end;
+  assign \$26  = zero_term0 ^ zero_term1;
+  assign \$27  = zero_term0 | zero_term1;
+  assign \$30  = \$26  == \$29 ;
+  assign \$31  = ~ \$30 ;
+  assign \$32  = \$31  | z_last;
+  assign \$33  = zero_term0 ^ zero_term1;
+  assign \$34  = zero_term0 | zero_term1;
+  assign \$37  = \$33  == \$36 ;
+  assign \$38  = ~ \$37 ;
+  assign \$40  = ~ z_last;
+  assign \$41  = \$39  & \$40 ;
+  assign \$42  = ! clear_entry;
+  assign \$43  = ~ n_stall;
+  assign \$44  = it_valid & \$43 ;
+  assign \$46  = $signed(\port__data$46 [7:0]) * $signed(it_value);
+  assign \$47  = $signed(\port__data$46 [23:16]) * $signed(it_value);
+  assign \$48  = ~ step_seen;
+  assign \$49  = ~ it_valid;
+  assign \$50  = \$49  | advance;
+  assign \$51  = \$48  & \$50 ;
+  assign \$52  = ~ step_seen;
+  assign \$53  = ~ it_valid;
+  assign \$54  = \$53  | advance;
+  assign \$55  = \$52  & \$54 ;
+  assign \$56  = \$55  & items__valid;
+  assign \$57  = | items__payload[4:3];
+  assign \$58  = ~ it_valid;
+  assign \$59  = step_seen & \$58 ;
+  assign \$60  = ~ n_stall;
+  assign \$61  = \$59  & \$60 ;
+  assign \$62  = ~ head_left_zero;
+  assign \$63  = \$62  & credit;
+  assign \$64  = sweep == 3'h4;
+  assign \$65  = index == n_listed;
+  assign \$66  = ! dcls_state;
+  assign \$67  = dcls_state == 1'h1;
+  assign \$68  = dcls_state == 2'h2;
+  assign \$69  = dcls_state == 2'h3;
+  assign \$70  = dcls_state == 3'h4;
+  assign \$71  = dcls_state == 3'h5;
+  assign \$72  = dcls_state == 3'h6;
+  assign \$73  = 1'h0 + \port__en$5 ;
+  assign \$74  = layer0_dcls_taps_reads + \$73 ;
+  assign \$75  = | port__en;
+  assign \$76  = 1'h0 + \$75 ;
+  assign \$77  = layer0_dcls_taps_writes + \$76 ;
+  assign \$78  = 1'h0 + \$signature__en$7 ;
+  assign \$79  = layer0_dcls_zbuf_reads + \$78 ;
+  assign \$81  = 1'h0 + \$80 ;
+  assign \$82  = layer0_dcls_zbuf_writes + \$81 ;
+  assign \$83  = 1'h0 + \$signature__en$9 ;
+  assign \$84  = layer0_dcls_listed_reads + \$83 ;
+  assign \$86  = 1'h0 + \$85 ;
+  assign \$87  = layer0_dcls_listed_writes + \$86 ;
+  assign \$88  = 1'h0 + \$signature__en ;
+  assign \$89  = layer0_dcls_lists_reads + \$88 ;
+  assign \$91  = 1'h0 + \$90 ;
+  assign \$92  = layer0_dcls_lists_writes + \$91 ;
+  assign \$93  = layer0_dcls_counts_reads + count_reads[0];
+  assign \$94  = layer0_dcls_counts_writes + count_write;
+  assign \$95  = | need;
+  assign \$96  = n_valid & \$95 ;
+  assign \$97  = count + 1'h1;
+  assign \$98  = | need;
+  assign \$99  = n_valid & \$98 ;
+  assign \$101  = \$99  & \$100 ;
+  assign \$102  = count + 1'h1;
+  assign \$103  = ! count;
+  assign \$106  = ! \$105 ;
+  assign \$108  = \$107  == 1'h1;
+  assign \$109  = ~ n_stall;
+  assign \$110  = ! clear_entry;
+  assign \$111  = clear_entry == 3'h4;
+  assign \$112  = clear_slot + 1'h1;
+  assign \$113  = clear_slot == 2'h3;
+  assign \$114  = clear_entry + 1'h1;
+  assign \$115  = \port__data$46 [9:8] + 1'h0;
+  assign \$116  = ! \$115 ;
+  assign \$117  = \port__data$46 [9:8] + 1'h0;
+  assign \$118  = \$117  == 3'h4;
+  assign \$119  = \$116  | \$118 ;
+  assign \$120  = \port__data$46 [25:24] + 1'h0;
+  assign \$121  = ! \$120 ;
+  assign \$122  = \port__data$46 [25:24] + 1'h0;
+  assign \$123  = \$122  == 3'h4;
+  assign \$124  = \$121  | \$123 ;
+  assign \$125  = \$18 [1:0] == \$22 [1:0];
+  assign \$127  = ~ step_seen;
+  assign \$128  = ~ it_valid;
+  assign \$129  = \$128  | advance;
+  assign \$130  = \$127  & \$129 ;
+  assign \$131  = \$130  & items__valid;
+  assign \$132  = | items__payload[4:3];
+  assign \$133  = ~ items__valid;
+  assign \$134  = ~ it_valid;
+  assign \$135  = \$133  & \$134 ;
+  assign \$136  = ~ n_valid;
+  assign \$137  = \$135  & \$136 ;
+  assign \$138  = ~ it_valid;
+  assign \$139  = step_seen & \$138 ;
+  assign \$140  = ~ n_stall;
+  assign \$141  = \$139  & \$140 ;
+  assign \$142  = head_left - 1'h1;
+  assign \$143  = head_left == 2'h2;
+  assign \$144  = index + 1'h1;
+  assign \$145  = issue & last;
+  assign \$146  = issue & last;
+  assign \$147  = empty & credit;
+  assign \$148  = \$146  | \$147 ;
+  assign \$149  = head == 2'h3;
+  assign \$150  = head + 1'h1;
+  assign \$151  = \$149  ? 3'h0 : \$150 ;
+  assign \$152  = sweep == 3'h4;
+  assign \$154  = index == n_listed;
+  assign \$155  = sweep + 1'h1;
+  assign \$156  = index + 1'h1;
+  assign \$157  = layer0_dcls_cycles + busy;
   always @(posedge clk)
-    layer0_dcls_taps_reads <= \$129 ;
+    layer0_dcls_taps_reads <= \$158 ;
   always @(posedge clk)
-    layer0_dcls_taps_writes <= \$130 ;
+    layer0_dcls_taps_writes <= \$159 ;
   always @(posedge clk)
-    layer0_dcls_zbuf_reads <= \$131 ;
+    layer0_dcls_zbuf_reads <= \$160 ;
   always @(posedge clk)
-    layer0_dcls_zbuf_writes <= \$132 ;
+    layer0_dcls_zbuf_writes <= \$161 ;
   always @(posedge clk)
-    layer0_dcls_listed_reads <= \$133 ;
+    layer0_dcls_listed_reads <= \$162 ;
   always @(posedge clk)
-    layer0_dcls_listed_writes <= \$134 ;
+    layer0_dcls_listed_writes <= \$163 ;
   always @(posedge clk)
-    layer0_dcls_lists_reads <= \$135 ;
+    layer0_dcls_lists_reads <= \$164 ;
   always @(posedge clk)
-    layer0_dcls_lists_writes <= \$136 ;
+    layer0_dcls_lists_writes <= \$165 ;
   always @(posedge clk)
-    layer0_dcls_counts_reads <= \$137 ;
+    layer0_dcls_counts_reads <= \$166 ;
   always @(posedge clk)
-    layer0_dcls_counts_writes <= \$138 ;
+    layer0_dcls_counts_writes <= \$167 ;
   always @(posedge clk)
-    busy <= \$139 ;
+    busy <= \$168 ;
   always @(posedge clk)
-    l_valid <= \$140 ;
+    l_valid <= \$169 ;
   always @(posedge clk)
-    l_last <= \$141 ;
+    l_last <= \$170 ;
   always @(posedge clk)
-    n_left <= \$142 ;
+    count0 <= \$171 ;
   always @(posedge clk)
-    n_first <= \$143 ;
+    count1 <= \$172 ;
   always @(posedge clk)
-    n_valid <= \$144 ;
+    count2 <= \$173 ;
   always @(posedge clk)
-    z_valid <= \$145 ;
+    count3 <= \$174 ;
   always @(posedge clk)
-    z_channel <= \$146 ;
+    head_left <= \$175 ;
   always @(posedge clk)
-    z_last <= \$147 ;
+    head_left_zero <= \$176 ;
   always @(posedge clk)
-    z_addr <= \$148 ;
+    head_left_one <= \$177 ;
   always @(posedge clk)
-    clear_entry <= \$149 ;
+    n_left <= \$178 ;
   always @(posedge clk)
-    clear_slot <= \$150 ;
+    n_first <= \$179 ;
   always @(posedge clk)
-    head <= \$151 ;
+    n_valid <= \$180 ;
   always @(posedge clk)
-    dcls_state <= \$152 ;
+    z_valid <= \$181 ;
   always @(posedge clk)
-    n_slot0 <= \$153 ;
+    z_channel <= \$182 ;
   always @(posedge clk)
-    n_dup <= \$154 ;
+    z_last <= \$183 ;
   always @(posedge clk)
-    n_slot1 <= \$155 ;
+    z_addr <= \$184 ;
   always @(posedge clk)
-    n_channel <= \$156 ;
+    count_reset <= \$185 ;
   always @(posedge clk)
-    it_valid <= \$157 ;
+    clear_entry <= \$186 ;
   always @(posedge clk)
-    step_seen <= \$158 ;
+    clear_slot <= \$187 ;
   always @(posedge clk)
-    seq_end <= \$159 ;
+    head <= \$188 ;
   always @(posedge clk)
-    it_channel <= \$160 ;
+    dcls_state <= \$189 ;
   always @(posedge clk)
-    it_value <= \$161 ;
+    n_slot0 <= \$190 ;
   always @(posedge clk)
-    send_first <= \$162 ;
+    n_head <= \$191 ;
   always @(posedge clk)
-    index <= \$163 ;
+    n_dup <= \$192 ;
   always @(posedge clk)
-    n_listed <= \$164 ;
+    n_slot1 <= \$193 ;
   always @(posedge clk)
-    l_slot <= \$165 ;
+    n_channel <= \$194 ;
   always @(posedge clk)
-    o_seq_end <= \$166 ;
+    it_valid <= \$195 ;
   always @(posedge clk)
-    sweep <= \$167 ;
+    step_seen <= \$196 ;
   always @(posedge clk)
-    layer0_dcls_cycles <= \$168 ;
+    seq_end <= \$197 ;
+  always @(posedge clk)
+    it_channel <= \$198 ;
+  always @(posedge clk)
+    it_value <= \$199 ;
+  always @(posedge clk)
+    send_first <= \$200 ;
+  always @(posedge clk)
+    index <= \$201 ;
+  always @(posedge clk)
+    l_slot <= \$202 ;
+  always @(posedge clk)
+    o_seq_end <= \$203 ;
+  always @(posedge clk)
+    count_reset_slot <= \$204 ;
+  always @(posedge clk)
+    sweep <= \$205 ;
+  always @(posedge clk)
+    n_listed <= \$206 ;
+  always @(posedge clk)
+    layer0_dcls_cycles <= \$207 ;
   \accelerator.layer0_dcls.out_fifo  out_fifo (
     .cancel(cancel),
     .clk(clk),
@@ -4735,11 +4790,105 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     (* full_case = 32'd1 *)
+    casez (n_slot0)
+      2'h0:
+          \$11  = count0;
+      2'h1:
+          \$11  = count1;
+      2'h2:
+          \$11  = count2;
+      2'h3:
+          \$11  = count3;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    (* full_case = 32'd1 *)
+    casez (n_slot1)
+      2'h0:
+          \$12  = count0;
+      2'h1:
+          \$12  = count1;
+      2'h2:
+          \$12  = count2;
+      2'h3:
+          \$12  = count3;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    (* full_case = 32'd1 *)
     casez (append_index)
       1'h0:
-          count = \$signature__data$35 ;
+          count = \$11 ;
       1'h1:
-          count = \$signature__data$36 ;
+          count = \$12 ;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    (* full_case = 32'd1 *)
+    casez (append_index)
+      1'h0:
+          \$100  = n_head[0];
+      1'h1:
+          \$100  = n_head[1];
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    (* full_case = 32'd1 *)
+    casez (head)
+      2'h0:
+          \$104  = count0;
+      2'h1:
+          \$104  = count1;
+      2'h2:
+          \$104  = count2;
+      2'h3:
+          \$104  = count3;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    (* full_case = 32'd1 *)
+    casez (head)
+      2'h0:
+          \$105  = count0;
+      2'h1:
+          \$105  = count1;
+      2'h2:
+          \$105  = count2;
+      2'h3:
+          \$105  = count3;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    (* full_case = 32'd1 *)
+    casez (head)
+      2'h0:
+          \$107  = count0;
+      2'h1:
+          \$107  = count1;
+      2'h2:
+          \$107  = count2;
+      2'h3:
+          \$107  = count3;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$153  = 3'h0;
+    casez (sweep)
+      3'h0:
+          \$153  = count0;
+      3'h1:
+          \$153  = count1;
+      3'h2:
+          \$153  = count2;
+      3'h3:
+          \$153  = count3;
     endcase
   end
   always @* begin
@@ -4749,8 +4898,8 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h0:
           /* empty */;
       3'h1:
-          if (\$45 ) begin
-            if (\$46 ) begin
+          if (\$56 ) begin
+            if (\$57 ) begin
               \port__en$5  = 1'h1;
             end
           end
@@ -4774,7 +4923,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
           /* empty */;
       3'h5:
           (* full_case = 32'd1 *)
-          if (\$61 ) begin
+          if (\$65 ) begin
           end else begin
             \$signature__en  = 1'h1;
           end
@@ -4820,43 +4969,6 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__en$11  = 1'h0;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-        begin
-          if (advance) begin
-            \$signature__en$11  = 1'h1;
-          end
-          if (\$50 ) begin
-            \$signature__en$11  = 1'h1;
-          end
-        end
-      3'h2:
-          /* empty */;
-      3'h3:
-          (* full_case = 32'd1 *)
-          if (\$60 ) begin
-          end else begin
-            \$signature__en$11  = 1'h1;
-          end
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__en$12  = 1'h0;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (advance) begin
-            \$signature__en$12  = 1'h1;
-          end
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     append_onehot = 2'h0;
     if (need[1]) begin
       append_onehot = 2'h2;
@@ -4877,108 +4989,33 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__addr  = 5'h00;
-    if (\$12 ) begin
-      \$signature__addr  = { slot, count };
+    l_wr__addr = 5'h00;
+    if (\$14 ) begin
+      l_wr__addr = { slot, count };
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__data$38  = 3'h0;
-    if (\$12 ) begin
-      \$signature__data$38  = n_channel;
+    l_wr__data = 3'h0;
+    if (\$14 ) begin
+      l_wr__data = n_channel;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__en$40  = 1'h0;
-    if (\$12 ) begin
-      \$signature__en$40  = 1'h1;
+    l_wr__en = 1'h0;
+    if (\$14 ) begin
+      l_wr__en = 1'h1;
     end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__addr$41  = 2'h0;
-    if (\$12 ) begin
-      \$signature__addr$41  = slot;
-    end
-    casez (dcls_state)
-      3'h0:
-          \$signature__addr$41  = clear_slot;
-      3'h1:
-          /* empty */;
-      3'h2:
-          if (\$59 ) begin
-            \$signature__addr$41  = head;
-          end
-      3'h3:
-          /* empty */;
-      3'h4:
-          /* empty */;
-      3'h5:
-          if (\$61 ) begin
-            \$signature__addr$41  = sweep[1:0];
-          end
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__data$42  = 3'h0;
-    if (\$12 ) begin
-      \$signature__data$42  = \$13 [2:0];
-    end
-    casez (dcls_state)
-      3'h0:
-          \$signature__data$42  = 3'h0;
-      3'h1:
-          /* empty */;
-      3'h2:
-          if (\$59 ) begin
-            \$signature__data$42  = 3'h0;
-          end
-      3'h3:
-          /* empty */;
-      3'h4:
-          /* empty */;
-      3'h5:
-          if (\$61 ) begin
-            \$signature__data$42  = 3'h0;
-          end
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__en$43  = 1'h0;
-    if (\$12 ) begin
-      \$signature__en$43  = 1'h1;
-    end
-    casez (dcls_state)
-      3'h0:
-          \$signature__en$43  = \$31 ;
-      3'h1:
-          /* empty */;
-      3'h2:
-          if (\$59 ) begin
-            \$signature__en$43  = 1'h1;
-          end
-      3'h3:
-          /* empty */;
-      3'h4:
-          /* empty */;
-      3'h5:
-          if (\$61 ) begin
-            \$signature__en$43  = 1'h1;
-          end
-    endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     f_wr__addr = 5'h00;
-    if (\$12 ) begin
+    if (\$14 ) begin
       f_wr__addr = { slot, n_channel };
     end
     if (l_valid) begin
-      f_wr__addr = { l_slot, \$signature__data$59  };
+      f_wr__addr = { l_slot, \$signature__data$57  };
     end
     casez (dcls_state)
       3'h0:
@@ -4994,13 +5031,13 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h5:
           /* empty */;
       3'h6:
-          f_wr__addr = { sweep[1:0], \$signature__data$59  };
+          f_wr__addr = { sweep[1:0], \$signature__data$57  };
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     f_wr__data = 1'h0;
-    if (\$12 ) begin
+    if (\$14 ) begin
       f_wr__data = 1'h1;
     end
     if (l_valid) begin
@@ -5026,7 +5063,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     f_wr__en = 1'h0;
-    if (\$12 ) begin
+    if (\$14 ) begin
       f_wr__en = 1'h1;
     end
     if (l_valid) begin
@@ -5051,31 +5088,20 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__addr$58  = 5'h00;
-    if (l_valid) begin
-      \$signature__addr$58  = { l_slot, \$signature__data$59  };
+    count_write = 1'h0;
+    if (\$14 ) begin
+      count_write = 1'h1;
     end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__addr$61  = 5'h00;
-    if (l_valid) begin
-      \$signature__addr$61  = { l_slot, \$signature__data$59  };
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__addr$62  = 5'h00;
-    if (l_valid) begin
-      \$signature__addr$62  = { l_slot, \$signature__data$59  };
+    if (count_reset) begin
+      count_write = 1'h1;
     end
     casez (dcls_state)
       3'h0:
-          \$signature__addr$62  = { clear_slot, clear_entry };
-      3'h1:
-          if (advance) begin
-            \$signature__addr$62  = { \$17 [1:0], it_channel };
+          if (\$42 ) begin
+            count_write = 1'h1;
           end
+      3'h1:
+          /* empty */;
       3'h2:
           /* empty */;
       3'h3:
@@ -5083,23 +5109,37 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h4:
           /* empty */;
       3'h5:
-          /* empty */;
-      3'h6:
-          \$signature__addr$62  = { sweep[1:0], \$signature__data$59  };
+          if (\$65 ) begin
+            count_write = 1'h1;
+          end
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__data$63  = 10'h000;
+    \$signature__addr  = 5'h00;
     if (l_valid) begin
-      \$signature__data$63  = 10'h000;
+      \$signature__addr  = { l_slot, \$signature__data$57  };
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$signature__addr$59  = 5'h00;
+    if (l_valid) begin
+      \$signature__addr$59  = { l_slot, \$signature__data$57  };
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$signature__addr$60  = 5'h00;
+    if (l_valid) begin
+      \$signature__addr$60  = { l_slot, \$signature__data$57  };
     end
     casez (dcls_state)
       3'h0:
-          \$signature__data$63  = 10'h000;
+          \$signature__addr$60  = { clear_slot, clear_entry };
       3'h1:
           if (advance) begin
-            \$signature__data$63  = \$35 ;
+            \$signature__addr$60  = { \$18 [1:0], it_channel };
           end
       3'h2:
           /* empty */;
@@ -5110,21 +5150,21 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h5:
           /* empty */;
       3'h6:
-          \$signature__data$63  = 10'h000;
+          \$signature__addr$60  = { sweep[1:0], \$signature__data$57  };
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__en$64  = 1'h0;
+    \$signature__data$61  = 10'h000;
     if (l_valid) begin
-      \$signature__en$64  = 1'h1;
+      \$signature__data$61  = 10'h000;
     end
     casez (dcls_state)
       3'h0:
-          \$signature__en$64  = 1'h1;
+          \$signature__data$61  = 10'h000;
       3'h1:
           if (advance) begin
-            \$signature__en$64  = 1'h1;
+            \$signature__data$61  = \$46 ;
           end
       3'h2:
           /* empty */;
@@ -5135,21 +5175,21 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h5:
           /* empty */;
       3'h6:
-          \$signature__en$64  = 1'h1;
+          \$signature__data$61  = 10'h000;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__addr$65  = 5'h00;
+    \$signature__en$62  = 1'h0;
     if (l_valid) begin
-      \$signature__addr$65  = { l_slot, \$signature__data$59  };
+      \$signature__en$62  = 1'h1;
     end
     casez (dcls_state)
       3'h0:
-          \$signature__addr$65  = { clear_slot, clear_entry };
+          \$signature__en$62  = 1'h1;
       3'h1:
           if (advance) begin
-            \$signature__addr$65  = { \$21 [1:0], it_channel };
+            \$signature__en$62  = 1'h1;
           end
       3'h2:
           /* empty */;
@@ -5160,21 +5200,21 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h5:
           /* empty */;
       3'h6:
-          \$signature__addr$65  = { sweep[1:0], \$signature__data$59  };
+          \$signature__en$62  = 1'h1;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__data$66  = 10'h000;
+    \$signature__addr$63  = 5'h00;
     if (l_valid) begin
-      \$signature__data$66  = 10'h000;
+      \$signature__addr$63  = { l_slot, \$signature__data$57  };
     end
     casez (dcls_state)
       3'h0:
-          \$signature__data$66  = 10'h000;
+          \$signature__addr$63  = { clear_slot, clear_entry };
       3'h1:
           if (advance) begin
-            \$signature__data$66  = \$36 ;
+            \$signature__addr$63  = { \$22 [1:0], it_channel };
           end
       3'h2:
           /* empty */;
@@ -5185,21 +5225,21 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h5:
           /* empty */;
       3'h6:
-          \$signature__data$66  = 10'h000;
+          \$signature__addr$63  = { sweep[1:0], \$signature__data$57  };
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__en$67  = 1'h0;
+    \$signature__data$64  = 10'h000;
     if (l_valid) begin
-      \$signature__en$67  = 1'h1;
+      \$signature__data$64  = 10'h000;
     end
     casez (dcls_state)
       3'h0:
-          \$signature__en$67  = 1'h1;
+          \$signature__data$64  = 10'h000;
       3'h1:
           if (advance) begin
-            \$signature__en$67  = 1'h1;
+            \$signature__data$64  = \$47 ;
           end
       3'h2:
           /* empty */;
@@ -5210,14 +5250,53 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h5:
           /* empty */;
       3'h6:
-          \$signature__en$67  = 1'h1;
+          \$signature__data$64  = 10'h000;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$signature__en$65  = 1'h0;
+    if (l_valid) begin
+      \$signature__en$65  = 1'h1;
+    end
+    casez (dcls_state)
+      3'h0:
+          \$signature__en$65  = 1'h1;
+      3'h1:
+          if (advance) begin
+            \$signature__en$65  = 1'h1;
+          end
+      3'h2:
+          /* empty */;
+      3'h3:
+          /* empty */;
+      3'h4:
+          /* empty */;
+      3'h5:
+          /* empty */;
+      3'h6:
+          \$signature__en$65  = 1'h1;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     z_sum = 11'h000;
     if (z_valid) begin
-      z_sum = \$23 [10:0];
+      z_sum = \$24 [10:0];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    zero_term0 = 11'h000;
+    if (z_valid) begin
+      zero_term0 = { \$signature__data$68 [9], \$signature__data$68  };
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    zero_term1 = 11'h000;
+    if (z_valid) begin
+      zero_term1 = { \$signature__data$69 [9], \$signature__data$69  };
     end
   end
   always @* begin
@@ -5227,7 +5306,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       w__payload[2:0] = z_channel;
       w__payload[13:3] = z_sum;
       w__payload[14] = z_last;
-      w__payload[15] = \$24 ;
+      w__payload[15] = \$25 ;
     end
     casez (dcls_state)
       3'h0:
@@ -5245,7 +5324,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     w__valid = 1'h0;
     if (z_valid) begin
-      w__valid = \$26 ;
+      w__valid = \$32 ;
     end
     casez (dcls_state)
       3'h0:
@@ -5262,8 +5341,18 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     cancel = 1'h0;
     if (z_valid) begin
-      cancel = \$30 ;
+      cancel = \$41 ;
     end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    receiving = 1'h0;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          receiving = 1'h1;
+    endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
@@ -5272,44 +5361,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h0:
           /* empty */;
       3'h1:
-          advance = \$34 ;
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__addr$85  = 5'h00;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (advance) begin
-            \$signature__addr$85  = { \$17 [1:0], it_channel };
-          end
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__addr$86  = 2'h0;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-        begin
-          if (advance) begin
-            \$signature__addr$86  = \$17 [1:0];
-          end
-          if (\$50 ) begin
-            \$signature__addr$86  = head;
-          end
-        end
-      3'h2:
-          /* empty */;
-      3'h3:
-          (* full_case = 32'd1 *)
-          if (\$60 ) begin
-          end else begin
-            \$signature__addr$86  = sweep[1:0];
-          end
+          advance = \$45 ;
     endcase
   end
   always @* begin
@@ -5320,19 +5372,45 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
           /* empty */;
       3'h1:
           if (advance) begin
-            \$signature__addr$87  = { \$21 [1:0], it_channel };
+            \$signature__addr$87  = { \$18 [1:0], it_channel };
           end
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__addr$88  = 2'h0;
+    count_reads = 2'h0;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+        begin
+          if (advance) begin
+            count_reads[0] = 1'h1;
+            count_reads[1] = 1'h1;
+          end
+          if (\$61 ) begin
+            count_reads[0] = 1'h1;
+          end
+        end
+      3'h2:
+          /* empty */;
+      3'h3:
+          (* full_case = 32'd1 *)
+          if (\$64 ) begin
+          end else begin
+            count_reads[0] = 1'h1;
+          end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$signature__addr$89  = 5'h00;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
           if (advance) begin
-            \$signature__addr$88  = \$21 [1:0];
+            \$signature__addr$89  = { \$22 [1:0], it_channel };
           end
     endcase
   end
@@ -5343,33 +5421,21 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h0:
           /* empty */;
       3'h1:
-          items__ready = \$40 ;
+          items__ready = \$51 ;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \port__addr$93  = 3'h0;
+    \port__addr$94  = 3'h0;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
-          if (\$45 ) begin
-            if (\$46 ) begin
-              \port__addr$93  = items__payload[2:0];
+          if (\$56 ) begin
+            if (\$57 ) begin
+              \port__addr$94  = items__payload[2:0];
             end
           end
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    n_now = 3'h0;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          n_now = \$51 ;
     endcase
   end
   always @* begin
@@ -5381,7 +5447,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h1:
           /* empty */;
       3'h2:
-          issue = \$53 ;
+          issue = \$63 ;
     endcase
   end
   always @* begin
@@ -5393,7 +5459,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h1:
           /* empty */;
       3'h2:
-          last = \$55 ;
+          last = head_left_one;
     endcase
   end
   always @* begin
@@ -5405,7 +5471,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h1:
           /* empty */;
       3'h2:
-          empty = \$56 ;
+          empty = head_left_zero;
     endcase
   end
   always @* begin
@@ -5427,7 +5493,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__addr$104  = 5'h00;
+    \$signature__addr$103  = 5'h00;
     casez (dcls_state)
       3'h0:
           /* empty */;
@@ -5435,7 +5501,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
           /* empty */;
       3'h2:
           if (issue) begin
-            \$signature__addr$104  = { head, index };
+            \$signature__addr$103  = { head, index };
           end
       3'h3:
           /* empty */;
@@ -5443,531 +5509,830 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
           /* empty */;
       3'h5:
           (* full_case = 32'd1 *)
-          if (\$61 ) begin
+          if (\$65 ) begin
           end else begin
-            \$signature__addr$104  = { sweep[1:0], index };
+            \$signature__addr$103  = { sweep[1:0], index };
           end
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$129  = \$70 [31:0];
+    \$158  = \$74 [31:0];
     if (rst) begin
-      \$129  = 32'd0;
+      \$158  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$130  = \$73 [31:0];
+    \$159  = \$77 [31:0];
     if (rst) begin
-      \$130  = 32'd0;
+      \$159  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$131  = \$75 [31:0];
+    \$160  = \$79 [31:0];
     if (rst) begin
-      \$131  = 32'd0;
+      \$160  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$132  = \$78 [31:0];
+    \$161  = \$82 [31:0];
     if (rst) begin
-      \$132  = 32'd0;
+      \$161  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$133  = \$80 [31:0];
+    \$162  = \$84 [31:0];
     if (rst) begin
-      \$133  = 32'd0;
+      \$162  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$134  = \$83 [31:0];
+    \$163  = \$87 [31:0];
     if (rst) begin
-      \$134  = 32'd0;
+      \$163  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$135  = \$85 [31:0];
+    \$164  = \$89 [31:0];
     if (rst) begin
-      \$135  = 32'd0;
+      \$164  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$136  = \$88 [31:0];
+    \$165  = \$92 [31:0];
     if (rst) begin
-      \$136  = 32'd0;
+      \$165  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$137  = \$90 [31:0];
+    \$166  = \$93 [31:0];
     if (rst) begin
-      \$137  = 32'd0;
+      \$166  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$138  = \$93 [31:0];
+    \$167  = \$94 [31:0];
     if (rst) begin
-      \$138  = 32'd0;
+      \$167  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$139  = 1'h1;
+    \$168  = 1'h1;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
+          if (\$137 ) begin
+            \$168  = 1'h0;
+          end
+    endcase
+    if (rst) begin
+      \$168  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$169  = 1'h0;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          \$169  = issue;
+    endcase
+    if (rst) begin
+      \$169  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$170  = 1'h0;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          \$170  = \$145 ;
+    endcase
+    if (rst) begin
+      \$170  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$171  = count0;
+    if (\$96 ) begin
+      casez (slot)
+        2'h0:
+            \$171  = \$97 [2:0];
+      endcase
+    end
+    if (count_reset) begin
+      casez (count_reset_slot)
+        2'h0:
+            \$171  = 3'h0;
+      endcase
+    end
+    casez (dcls_state)
+      3'h0:
+          if (\$110 ) begin
+            casez (clear_slot)
+              2'h0:
+                  \$171  = 3'h0;
+            endcase
+          end
+      3'h1:
+          /* empty */;
+      3'h2:
+          /* empty */;
+      3'h3:
+          /* empty */;
+      3'h4:
+          /* empty */;
+      3'h5:
+          if (\$154 ) begin
+            casez (sweep)
+              3'h0:
+                  \$171  = 3'h0;
+            endcase
+          end
+    endcase
+    if (rst) begin
+      \$171  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$172  = count1;
+    if (\$96 ) begin
+      casez (slot)
+        2'h0:
+            /* empty */;
+        2'h1:
+            \$172  = \$97 [2:0];
+      endcase
+    end
+    if (count_reset) begin
+      casez (count_reset_slot)
+        2'h0:
+            /* empty */;
+        2'h1:
+            \$172  = 3'h0;
+      endcase
+    end
+    casez (dcls_state)
+      3'h0:
+          if (\$110 ) begin
+            casez (clear_slot)
+              2'h0:
+                  /* empty */;
+              2'h1:
+                  \$172  = 3'h0;
+            endcase
+          end
+      3'h1:
+          /* empty */;
+      3'h2:
+          /* empty */;
+      3'h3:
+          /* empty */;
+      3'h4:
+          /* empty */;
+      3'h5:
+          if (\$154 ) begin
+            casez (sweep)
+              3'h0:
+                  /* empty */;
+              3'h1:
+                  \$172  = 3'h0;
+            endcase
+          end
+    endcase
+    if (rst) begin
+      \$172  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$173  = count2;
+    if (\$96 ) begin
+      casez (slot)
+        2'h0:
+            /* empty */;
+        2'h1:
+            /* empty */;
+        2'h2:
+            \$173  = \$97 [2:0];
+      endcase
+    end
+    if (count_reset) begin
+      casez (count_reset_slot)
+        2'h0:
+            /* empty */;
+        2'h1:
+            /* empty */;
+        2'h2:
+            \$173  = 3'h0;
+      endcase
+    end
+    casez (dcls_state)
+      3'h0:
+          if (\$110 ) begin
+            casez (clear_slot)
+              2'h0:
+                  /* empty */;
+              2'h1:
+                  /* empty */;
+              2'h2:
+                  \$173  = 3'h0;
+            endcase
+          end
+      3'h1:
+          /* empty */;
+      3'h2:
+          /* empty */;
+      3'h3:
+          /* empty */;
+      3'h4:
+          /* empty */;
+      3'h5:
+          if (\$154 ) begin
+            casez (sweep)
+              3'h0:
+                  /* empty */;
+              3'h1:
+                  /* empty */;
+              3'h2:
+                  \$173  = 3'h0;
+            endcase
+          end
+    endcase
+    if (rst) begin
+      \$173  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$174  = count3;
+    if (\$96 ) begin
+      (* full_case = 32'd1 *)
+      casez (slot)
+        2'h0:
+            /* empty */;
+        2'h1:
+            /* empty */;
+        2'h2:
+            /* empty */;
+        2'h3:
+            \$174  = \$97 [2:0];
+      endcase
+    end
+    if (count_reset) begin
+      (* full_case = 32'd1 *)
+      casez (count_reset_slot)
+        2'h0:
+            /* empty */;
+        2'h1:
+            /* empty */;
+        2'h2:
+            /* empty */;
+        2'h3:
+            \$174  = 3'h0;
+      endcase
+    end
+    casez (dcls_state)
+      3'h0:
+          if (\$110 ) begin
+            (* full_case = 32'd1 *)
+            casez (clear_slot)
+              2'h0:
+                  /* empty */;
+              2'h1:
+                  /* empty */;
+              2'h2:
+                  /* empty */;
+              2'h3:
+                  \$174  = 3'h0;
+            endcase
+          end
+      3'h1:
+          /* empty */;
+      3'h2:
+          /* empty */;
+      3'h3:
+          /* empty */;
+      3'h4:
+          /* empty */;
+      3'h5:
+          if (\$154 ) begin
+            casez (sweep)
+              3'h0:
+                  /* empty */;
+              3'h1:
+                  /* empty */;
+              3'h2:
+                  /* empty */;
+              3'h3:
+                  \$174  = 3'h0;
+            endcase
+          end
+    endcase
+    if (rst) begin
+      \$174  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$175  = head_left;
+    if (\$101 ) begin
+      \$175  = \$102 [2:0];
+    end else if (receiving) begin
+      \$175  = \$104 ;
+    end
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          if (issue) begin
+            \$175  = \$142 [2:0];
+          end
+    endcase
+    if (rst) begin
+      \$175  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$176  = head_left_zero;
+    if (\$101 ) begin
+      \$176  = 1'h0;
+    end else if (receiving) begin
+      \$176  = \$106 ;
+    end
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          if (issue) begin
+            \$176  = head_left_one;
+          end
+    endcase
+    if (rst) begin
+      \$176  = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$177  = head_left_one;
+    if (\$101 ) begin
+      \$177  = \$103 ;
+    end else if (receiving) begin
+      \$177  = \$108 ;
+    end
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          if (issue) begin
+            \$177  = \$143 ;
+          end
+    endcase
+    if (rst) begin
+      \$177  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$178  = left;
+    if (rst) begin
+      \$178  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$179  = 1'h0;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (advance) begin
+            \$179  = 1'h1;
+          end
+    endcase
+    if (rst) begin
+      \$179  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$180  = n_valid;
+    if (\$109 ) begin
+      \$180  = 1'h0;
+    end
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (advance) begin
+            \$180  = 1'h1;
+          end
+    endcase
+    if (rst) begin
+      \$180  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$181  = l_valid;
+    if (rst) begin
+      \$181  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$182  = z_channel;
+    if (l_valid) begin
+      \$182  = \$signature__data$57 ;
+    end
+    if (rst) begin
+      \$182  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$183  = z_last;
+    if (l_valid) begin
+      \$183  = l_last;
+    end
+    if (rst) begin
+      \$183  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$184  = z_addr;
+    if (l_valid) begin
+      \$184  = { l_slot, \$signature__data$57  };
+    end
+    if (rst) begin
+      \$184  = 5'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$185  = 1'h0;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          if (\$148 ) begin
+            \$185  = 1'h1;
+          end
+    endcase
+    if (rst) begin
+      \$185  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$186  = clear_entry;
+    casez (dcls_state)
+      3'h0:
+          (* full_case = 32'd1 *)
           if (\$111 ) begin
-            \$139  = 1'h0;
-          end
-    endcase
-    if (rst) begin
-      \$139  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$140  = 1'h0;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          \$140  = issue;
-    endcase
-    if (rst) begin
-      \$140  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$141  = 1'h0;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          \$141  = \$117 ;
-    endcase
-    if (rst) begin
-      \$141  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$142  = left;
-    if (rst) begin
-      \$142  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$143  = 1'h0;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (advance) begin
-            \$143  = 1'h1;
-          end
-    endcase
-    if (rst) begin
-      \$143  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$144  = n_valid;
-    if (\$94 ) begin
-      \$144  = 1'h0;
-    end
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (advance) begin
-            \$144  = 1'h1;
-          end
-    endcase
-    if (rst) begin
-      \$144  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$145  = l_valid;
-    if (rst) begin
-      \$145  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$146  = z_channel;
-    if (l_valid) begin
-      \$146  = \$signature__data$59 ;
-    end
-    if (rst) begin
-      \$146  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$147  = z_last;
-    if (l_valid) begin
-      \$147  = l_last;
-    end
-    if (rst) begin
-      \$147  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$148  = z_addr;
-    if (l_valid) begin
-      \$148  = { l_slot, \$signature__data$59  };
-    end
-    if (rst) begin
-      \$148  = 5'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$149  = clear_entry;
-    casez (dcls_state)
-      3'h0:
-          (* full_case = 32'd1 *)
-          if (\$95 ) begin
-            \$149  = 3'h0;
+            \$186  = 3'h0;
           end else begin
-            \$149  = \$98 [2:0];
+            \$186  = \$114 [2:0];
           end
     endcase
     if (rst) begin
-      \$149  = 3'h0;
+      \$186  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$150  = clear_slot;
+    \$187  = clear_slot;
     casez (dcls_state)
       3'h0:
-          if (\$95 ) begin
-            \$150  = \$96 [1:0];
-            if (\$97 ) begin
-              \$150  = 2'h0;
+          if (\$111 ) begin
+            \$187  = \$112 [1:0];
+            if (\$113 ) begin
+              \$187  = 2'h0;
             end
           end
     endcase
     if (rst) begin
-      \$150  = 2'h0;
+      \$187  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$151  = head;
+    \$188  = head;
     casez (dcls_state)
       3'h0:
-          if (\$95 ) begin
-            if (\$97 ) begin
-              \$151  = 2'h0;
+          if (\$111 ) begin
+            if (\$113 ) begin
+              \$188  = 2'h0;
             end
           end
       3'h1:
           /* empty */;
       3'h2:
-          if (\$120 ) begin
+          if (\$148 ) begin
             (* full_case = 32'd1 *)
             if (seq_end) begin
             end else begin
-              \$151  = \$123 [1:0];
+              \$188  = \$151 [1:0];
             end
           end
       3'h3:
-          if (\$124 ) begin
-            \$151  = 2'h0;
+          if (\$152 ) begin
+            \$188  = 2'h0;
           end
     endcase
     if (rst) begin
-      \$151  = 2'h0;
+      \$188  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$152  = dcls_state;
+    \$189  = dcls_state;
     casez (dcls_state)
       3'h0:
-          if (\$95 ) begin
-            if (\$97 ) begin
-              \$152  = 3'h1;
+          if (\$111 ) begin
+            if (\$113 ) begin
+              \$189  = 3'h1;
             end
           end
       3'h1:
-          if (\$115 ) begin
-            \$152  = 3'h2;
+          if (\$141 ) begin
+            \$189  = 3'h2;
           end
       3'h2:
-          if (\$120 ) begin
+          if (\$148 ) begin
             (* full_case = 32'd1 *)
             if (seq_end) begin
-              \$152  = 3'h3;
+              \$189  = 3'h3;
             end else begin
-              \$152  = 3'h1;
+              \$189  = 3'h1;
             end
           end
       3'h3:
           (* full_case = 32'd1 *)
-          if (\$124 ) begin
-            \$152  = 3'h1;
+          if (\$152 ) begin
+            \$189  = 3'h1;
           end else begin
-            \$152  = 3'h4;
+            \$189  = 3'h4;
           end
       3'h4:
-          \$152  = 3'h5;
+          \$189  = 3'h5;
       3'h5:
           (* full_case = 32'd1 *)
-          if (\$125 ) begin
-            \$152  = 3'h3;
+          if (\$154 ) begin
+            \$189  = 3'h3;
           end else begin
-            \$152  = 3'h6;
+            \$189  = 3'h6;
           end
       3'h6:
-          \$152  = 3'h5;
+          \$189  = 3'h5;
     endcase
     if (rst) begin
-      \$152  = 3'h0;
+      \$189  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$153  = n_slot0;
+    \$190  = n_slot0;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
           if (advance) begin
-            \$153  = \$17 [1:0];
+            \$190  = \$18 [1:0];
           end
     endcase
     if (rst) begin
-      \$153  = 2'h0;
+      \$190  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$154  = n_dup;
+    \$191  = n_head;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
           if (advance) begin
-            \$154 [0] = 1'h0;
-            \$154 [1] = \$100 ;
+            \$191 [0] = \$119 ;
+            \$191 [1] = \$124 ;
           end
     endcase
     if (rst) begin
-      \$154  = 2'h0;
+      \$191  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$155  = n_slot1;
+    \$192  = n_dup;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
           if (advance) begin
-            \$155  = \$21 [1:0];
+            \$192 [0] = 1'h0;
+            \$192 [1] = \$126 ;
           end
     endcase
     if (rst) begin
-      \$155  = 2'h0;
+      \$192  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$156  = n_channel;
+    \$193  = n_slot1;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
           if (advance) begin
-            \$156  = it_channel;
+            \$193  = \$22 [1:0];
           end
     endcase
     if (rst) begin
-      \$156  = 3'h0;
+      \$193  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$157  = it_valid;
+    \$194  = n_channel;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (advance) begin
+            \$194  = it_channel;
+          end
+    endcase
+    if (rst) begin
+      \$194  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$195  = it_valid;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
         begin
           if (advance) begin
-            \$157  = 1'h0;
+            \$195  = 1'h0;
           end
-          if (\$105 ) begin
-            if (\$106 ) begin
-              \$157  = 1'h1;
+          if (\$131 ) begin
+            if (\$132 ) begin
+              \$195  = 1'h1;
             end
           end
         end
     endcase
     if (rst) begin
-      \$157  = 1'h0;
+      \$195  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$158  = step_seen;
+    \$196  = step_seen;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
         begin
-          if (\$105 ) begin
-            \$158  = items__payload[5];
+          if (\$131 ) begin
+            \$196  = items__payload[5];
           end
-          if (\$115 ) begin
-            \$158  = 1'h0;
+          if (\$141 ) begin
+            \$196  = 1'h0;
           end
         end
     endcase
     if (rst) begin
-      \$158  = 1'h0;
+      \$196  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$159  = seq_end;
+    \$197  = seq_end;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
-          if (\$105 ) begin
-            \$159  = items__payload[6];
+          if (\$131 ) begin
+            \$197  = items__payload[6];
           end
     endcase
     if (rst) begin
-      \$159  = 1'h0;
+      \$197  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$160  = it_channel;
+    \$198  = it_channel;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
-          if (\$105 ) begin
-            if (\$106 ) begin
-              \$160  = items__payload[2:0];
+          if (\$131 ) begin
+            if (\$132 ) begin
+              \$198  = items__payload[2:0];
             end
           end
     endcase
     if (rst) begin
-      \$160  = 3'h0;
+      \$198  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$161  = it_value;
+    \$199  = it_value;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
-          if (\$105 ) begin
-            if (\$106 ) begin
-              \$161  = items__payload[4:3];
+          if (\$131 ) begin
+            if (\$132 ) begin
+              \$199  = items__payload[4:3];
             end
           end
     endcase
     if (rst) begin
-      \$161  = 2'h0;
+      \$199  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$162  = send_first;
+    \$200  = send_first;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
-          if (\$115 ) begin
-            \$162  = 1'h1;
+          if (\$141 ) begin
+            \$200  = 1'h1;
           end
-      3'h2:
-          \$162  = 1'h0;
     endcase
     if (rst) begin
-      \$162  = 1'h0;
+      \$200  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$163  = index;
+    \$201  = index;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
-          if (\$115 ) begin
-            \$163  = 3'h0;
+          if (\$141 ) begin
+            \$201  = 3'h0;
           end
       3'h2:
           if (issue) begin
-            \$163  = \$116 [2:0];
+            \$201  = \$144 [2:0];
           end
       3'h3:
           /* empty */;
       3'h4:
-          \$163  = 3'h0;
+          \$201  = 3'h0;
       3'h5:
           /* empty */;
       3'h6:
-          \$163  = \$127 [2:0];
+          \$201  = \$156 [2:0];
     endcase
     if (rst) begin
-      \$163  = 3'h0;
+      \$201  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$164  = n_listed;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          if (send_first) begin
-            \$164  = \$signature__data$35 ;
-          end
-      3'h3:
-          /* empty */;
-      3'h4:
-          \$164  = \$signature__data$35 ;
-    endcase
-    if (rst) begin
-      \$164  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$165  = l_slot;
+    \$202  = l_slot;
     casez (dcls_state)
       3'h0:
           /* empty */;
@@ -5975,16 +6340,16 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
           /* empty */;
       3'h2:
           if (issue) begin
-            \$165  = head;
+            \$202  = head;
           end
     endcase
     if (rst) begin
-      \$165  = 2'h0;
+      \$202  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$166  = o_seq_end;
+    \$203  = o_seq_end;
     casez (dcls_state)
       3'h0:
           /* empty */;
@@ -5992,25 +6357,42 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
           /* empty */;
       3'h2:
           if (issue) begin
-            \$166  = seq_end;
+            \$203  = seq_end;
           end
     endcase
     if (rst) begin
-      \$166  = 1'h0;
+      \$203  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$167  = sweep;
+    \$204  = count_reset_slot;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
           /* empty */;
       3'h2:
-          if (\$120 ) begin
+          if (\$148 ) begin
+            \$204  = head;
+          end
+    endcase
+    if (rst) begin
+      \$204  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$205  = sweep;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          if (\$148 ) begin
             if (seq_end) begin
-              \$167  = 3'h0;
+              \$205  = 3'h0;
             end
           end
       3'h3:
@@ -6018,31 +6400,50 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h4:
           /* empty */;
       3'h5:
-          if (\$125 ) begin
-            \$167  = \$126 [2:0];
+          if (\$154 ) begin
+            \$205  = \$155 [2:0];
           end
     endcase
     if (rst) begin
-      \$167  = 3'h0;
+      \$205  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$168  = \$128 [31:0];
+    \$206  = n_listed;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          /* empty */;
+      3'h3:
+          /* empty */;
+      3'h4:
+          \$206  = \$153 ;
+    endcase
     if (rst) begin
-      \$168  = 32'd0;
+      \$206  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$207  = \$157 [31:0];
+    if (rst) begin
+      \$207  = 32'd0;
     end
   end
   assign port__addr = config__payload[5:3];
   assign r__payload = outputs__payload;
   assign outputs__ready = r__ready;
   assign r__valid = outputs__valid;
-  assign tap_w0 = \port__data$48 [7:0];
-  assign delay0 = \port__data$48 [9:8];
-  assign slot0 = \$17 [1:0];
-  assign tap_w1 = \port__data$48 [23:16];
-  assign delay1 = \port__data$48 [25:24];
-  assign slot1 = \$21 [1:0];
+  assign tap_w0 = \port__data$46 [7:0];
+  assign delay0 = \port__data$46 [9:8];
+  assign slot0 = \$18 [1:0];
+  assign tap_w1 = \port__data$46 [23:16];
+  assign delay1 = \port__data$46 [25:24];
+  assign slot1 = \$22 [1:0];
   assign \config__payload.target  = config__payload[2:0];
   assign \config__payload.addr  = config__payload[7:3];
   assign \config__payload.elem  = config__payload[9:8];
@@ -6069,12 +6470,18 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   assign port__data[23:16] = config__payload[17:10];
   assign port__data[15:8] = config__payload[17:10];
   assign port__data[7:0] = config__payload[17:10];
-  assign \$34  = \$33 ;
-  assign \$76  = \$signature__en$64 ;
-  assign \$81  = f_wr__en;
-  assign \$86  = \$signature__en$40 ;
-  assign \$91  = \$signature__en$43 ;
-  assign \$100  = \$99 ;
+  assign \$28  = { \$27 , 1'h0 };
+  assign \$29 [11] = 1'h0;
+  assign \$29 [10:0] = \$28 [10:0];
+  assign \$35  = { \$34 , 1'h0 };
+  assign \$36 [11] = 1'h0;
+  assign \$36 [10:0] = \$35 [10:0];
+  assign \$39  = \$37 ;
+  assign \$45  = \$44 ;
+  assign \$80  = \$signature__en$62 ;
+  assign \$85  = f_wr__en;
+  assign \$90  = l_wr__en;
+  assign \$126  = \$125 ;
 endmodule
 
 (* generator = "Amaranth" *)

@@ -1094,7 +1094,7 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
     .\new (\new ),
     .old(old),
     .params(params),
-    .\port$520$0 (\$51 ),
+    .\port$581$0 (\$51 ),
     .rst(rst),
     .spike(gate),
     .v_new(potential),
@@ -1106,7 +1106,7 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
     .\new (\new$81 ),
     .old(\old$20 ),
     .params(\params$19 ),
-    .\port$548$0 (\$52 ),
+    .\port$609$0 (\$52 ),
     .rst(rst),
     .spike(\gate$85 ),
     .v_new(\potential$87 ),
@@ -3695,7 +3695,7 @@ module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__p
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_0 (rst, v_new, v_new_clipped, spike, \port$520$0 , params, old, acc, \new , clk);
+module \accelerator.layer0.update_0 (rst, v_new, v_new_clipped, spike, \port$581$0 , params, old, acc, \new , clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -3746,8 +3746,8 @@ module \accelerator.layer0.update_0 (rst, v_new, v_new_clipped, spike, \port$520
   wire [22:0] params;
   wire [6:0] \params.in_shift ;
   wire [15:0] \params.theta ;
-  output \port$520$0 ;
-  wire \port$520$0 ;
+  output \port$581$0 ;
+  wire \port$581$0 ;
   wire [15:0] potential;
   input rst;
   wire rst;
@@ -3834,7 +3834,7 @@ module \accelerator.layer0.update_0 (rst, v_new, v_new_clipped, spike, \port$520
   assign gate = spike;
   assign potential = v_new;
   assign saturated = v_new_clipped;
-  assign \port$520$0  = \$19 ;
+  assign \port$581$0  = \$19 ;
   assign \params.in_shift  = params[6:0];
   assign \params.theta  = params[22:7];
   assign \acc.in  = acc;
@@ -3848,7 +3848,7 @@ module \accelerator.layer0.update_0 (rst, v_new, v_new_clipped, spike, \port$520
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_1 (rst, v_new, v_new_clipped, spike, \port$548$0 , params, old, acc, \new , clk);
+module \accelerator.layer0.update_1 (rst, v_new, v_new_clipped, spike, \port$609$0 , params, old, acc, \new , clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -3899,8 +3899,8 @@ module \accelerator.layer0.update_1 (rst, v_new, v_new_clipped, spike, \port$548
   wire [22:0] params;
   wire [6:0] \params.in_shift ;
   wire [15:0] \params.theta ;
-  output \port$548$0 ;
-  wire \port$548$0 ;
+  output \port$609$0 ;
+  wire \port$609$0 ;
   wire [15:0] potential;
   input rst;
   wire rst;
@@ -3987,7 +3987,7 @@ module \accelerator.layer0.update_1 (rst, v_new, v_new_clipped, spike, \port$548
   assign gate = spike;
   assign potential = v_new;
   assign saturated = v_new_clipped;
-  assign \port$548$0  = \$19 ;
+  assign \port$609$0  = \$19 ;
   assign \params.in_shift  = params[6:0];
   assign \params.theta  = params[22:7];
   assign \acc.in  = acc;
@@ -4006,99 +4006,136 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
   wire \$1 ;
   wire \$10 ;
-  wire \$100 ;
+  reg \$100 ;
   wire \$101 ;
-  wire \$102 ;
+  wire [1:0] \$102 ;
   wire \$103 ;
-  wire \$104 ;
-  wire \$105 ;
+  reg \$104 ;
+  reg \$105 ;
   wire \$106 ;
-  wire \$107 ;
+  reg \$107 ;
   wire \$108 ;
   wire \$109 ;
-  wire \$11 ;
+  reg \$11 ;
   wire \$110 ;
   wire \$111 ;
-  wire \$112 ;
+  wire [1:0] \$112 ;
   wire \$113 ;
-  wire \$114 ;
-  wire \$115 ;
-  wire [1:0] \$116 ;
-  wire \$117 ;
+  wire [1:0] \$114 ;
+  wire [1:0] \$115 ;
+  wire \$116 ;
+  wire [1:0] \$117 ;
   wire \$118 ;
   wire \$119 ;
-  wire \$12 ;
-  wire \$120 ;
+  reg \$12 ;
+  wire [1:0] \$120 ;
   wire \$121 ;
   wire [1:0] \$122 ;
-  wire [1:0] \$123 ;
+  wire \$123 ;
   wire \$124 ;
   wire \$125 ;
-  wire [2:0] \$126 ;
-  wire [1:0] \$127 ;
-  wire [32:0] \$128 ;
-  reg [31:0] \$129 ;
-  wire [1:0] \$13 ;
-  reg [31:0] \$130 ;
-  reg [31:0] \$131 ;
-  reg [31:0] \$132 ;
-  reg [31:0] \$133 ;
-  reg [31:0] \$134 ;
-  reg [31:0] \$135 ;
-  reg [31:0] \$136 ;
-  reg [31:0] \$137 ;
-  reg [31:0] \$138 ;
-  reg \$139 ;
-  wire [1:0] \$14 ;
-  reg \$140 ;
-  reg \$141 ;
-  reg [1:0] \$142 ;
-  reg \$143 ;
-  reg \$144 ;
-  reg \$145 ;
-  reg \$146 ;
-  reg \$147 ;
-  reg \$148 ;
-  reg \$149 ;
-  wire \$15 ;
-  reg [2:0] \$150 ;
-  reg \$151 ;
-  reg [1:0] \$152 ;
+  wire \$126 ;
+  wire \$127 ;
+  wire \$128 ;
+  wire \$129 ;
+  wire \$13 ;
+  wire \$130 ;
+  wire \$131 ;
+  wire \$132 ;
+  wire \$133 ;
+  wire \$134 ;
+  wire \$135 ;
+  wire \$136 ;
+  wire \$137 ;
+  wire \$138 ;
+  wire \$139 ;
+  wire \$14 ;
+  wire \$140 ;
+  wire \$141 ;
+  wire [1:0] \$142 ;
+  wire \$143 ;
+  wire [1:0] \$144 ;
+  wire \$145 ;
+  wire \$146 ;
+  wire \$147 ;
+  wire \$148 ;
+  wire \$149 ;
+  wire [1:0] \$15 ;
+  wire [1:0] \$150 ;
+  wire [1:0] \$151 ;
+  wire \$152 ;
   reg \$153 ;
-  reg \$154 ;
-  reg \$155 ;
-  reg \$156 ;
-  reg [1:0] \$157 ;
-  reg \$158 ;
-  reg \$159 ;
-  wire [3:0] \$16 ;
-  reg \$160 ;
-  reg \$161 ;
-  reg \$162 ;
-  reg [1:0] \$163 ;
+  wire \$154 ;
+  wire [2:0] \$155 ;
+  wire [1:0] \$156 ;
+  wire [32:0] \$157 ;
+  reg [31:0] \$158 ;
+  reg [31:0] \$159 ;
+  wire \$16 ;
+  reg [31:0] \$160 ;
+  reg [31:0] \$161 ;
+  reg [31:0] \$162 ;
+  reg [31:0] \$163 ;
   reg [31:0] \$164 ;
+  reg [31:0] \$165 ;
+  reg [31:0] \$166 ;
+  reg [31:0] \$167 ;
+  reg \$168 ;
+  reg \$169 ;
   wire [3:0] \$17 ;
-  wire [1:0] \$18 ;
-  wire \$19 ;
+  reg \$170 ;
+  reg \$171 ;
+  reg \$172 ;
+  reg \$173 ;
+  reg \$174 ;
+  reg \$175 ;
+  reg [1:0] \$176 ;
+  reg \$177 ;
+  reg \$178 ;
+  reg \$179 ;
+  wire [3:0] \$18 ;
+  reg \$180 ;
+  reg \$181 ;
+  reg \$182 ;
+  reg \$183 ;
+  reg \$184 ;
+  reg [2:0] \$185 ;
+  reg \$186 ;
+  reg [1:0] \$187 ;
+  reg [1:0] \$188 ;
+  reg \$189 ;
+  wire [1:0] \$19 ;
+  reg \$190 ;
+  reg \$191 ;
+  reg \$192 ;
+  reg [1:0] \$193 ;
+  reg \$194 ;
+  reg \$195 ;
+  reg \$196 ;
+  reg \$197 ;
+  reg \$198 ;
+  reg [1:0] \$199 ;
   wire \$2 ;
-  wire [3:0] \$20 ;
+  wire \$20 ;
+  reg \$200 ;
+  reg [31:0] \$201 ;
   wire [3:0] \$21 ;
-  wire [10:0] \$22 ;
-  wire [11:0] \$23 ;
-  wire \$24 ;
+  wire [3:0] \$22 ;
+  wire [10:0] \$23 ;
+  wire [11:0] \$24 ;
   wire \$25 ;
-  wire \$26 ;
-  wire \$27 ;
-  wire \$28 ;
-  wire \$29 ;
+  wire [10:0] \$26 ;
+  wire [10:0] \$27 ;
+  wire [11:0] \$28 ;
+  wire [11:0] \$29 ;
   wire \$3 ;
   wire \$30 ;
   wire \$31 ;
   wire \$32 ;
-  wire \$33 ;
-  wire \$34 ;
-  wire [9:0] \$35 ;
-  wire [9:0] \$36 ;
+  wire [10:0] \$33 ;
+  wire [10:0] \$34 ;
+  wire [11:0] \$35 ;
+  wire [11:0] \$36 ;
   wire \$37 ;
   wire \$38 ;
   wire \$39 ;
@@ -4109,8 +4146,8 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   wire \$43 ;
   wire \$44 ;
   wire \$45 ;
-  wire \$46 ;
-  wire \$47 ;
+  wire [9:0] \$46 ;
+  wire [9:0] \$47 ;
   wire \$48 ;
   wire \$49 ;
   wire \$5 ;
@@ -4118,7 +4155,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   wire \$51 ;
   wire \$52 ;
   wire \$53 ;
-  wire [1:0] \$54 ;
+  wire \$54 ;
   wire \$55 ;
   wire \$56 ;
   wire \$57 ;
@@ -4134,70 +4171,58 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   wire \$66 ;
   wire \$67 ;
   wire \$68 ;
-  wire [1:0] \$69 ;
+  wire \$69 ;
   wire \$7 ;
-  wire [32:0] \$70 ;
+  wire \$70 ;
   wire \$71 ;
-  wire [1:0] \$72 ;
-  wire [32:0] \$73 ;
-  wire [1:0] \$74 ;
-  wire [32:0] \$75 ;
-  wire \$76 ;
-  wire [1:0] \$77 ;
-  wire [32:0] \$78 ;
-  wire [1:0] \$79 ;
+  wire \$72 ;
+  wire [1:0] \$73 ;
+  wire [32:0] \$74 ;
+  wire \$75 ;
+  wire [1:0] \$76 ;
+  wire [32:0] \$77 ;
+  wire [1:0] \$78 ;
+  wire [32:0] \$79 ;
   wire \$8 ;
-  wire [32:0] \$80 ;
-  wire \$81 ;
-  wire [1:0] \$82 ;
-  wire [32:0] \$83 ;
-  wire [1:0] \$84 ;
-  wire [32:0] \$85 ;
-  wire \$86 ;
-  wire [1:0] \$87 ;
-  wire [32:0] \$88 ;
-  wire [1:0] \$89 ;
+  wire \$80 ;
+  wire [1:0] \$81 ;
+  wire [32:0] \$82 ;
+  wire [1:0] \$83 ;
+  wire [32:0] \$84 ;
+  wire \$85 ;
+  wire [1:0] \$86 ;
+  wire [32:0] \$87 ;
+  wire [1:0] \$88 ;
+  wire [32:0] \$89 ;
   wire [1:0] \$9 ;
-  wire [32:0] \$90 ;
-  wire \$91 ;
-  wire [1:0] \$92 ;
+  wire \$90 ;
+  wire [1:0] \$91 ;
+  wire [32:0] \$92 ;
   wire [32:0] \$93 ;
-  wire \$94 ;
+  wire [32:0] \$94 ;
   wire \$95 ;
-  wire [1:0] \$96 ;
-  wire \$97 ;
-  wire [1:0] \$98 ;
+  wire \$96 ;
+  wire [1:0] \$97 ;
+  wire \$98 ;
   wire \$99 ;
   reg \$signature__addr ;
-  reg \$signature__addr$104 ;
-  reg \$signature__addr$41 ;
+  reg \$signature__addr$101 ;
+  reg \$signature__addr$57 ;
   reg \$signature__addr$58 ;
   reg \$signature__addr$61 ;
-  reg \$signature__addr$62 ;
-  reg \$signature__addr$65 ;
   reg \$signature__addr$85 ;
-  reg \$signature__addr$86 ;
   reg \$signature__addr$87 ;
-  reg \$signature__addr$88 ;
   wire \$signature__data ;
-  wire \$signature__data$22 ;
-  wire \$signature__data$35 ;
-  wire \$signature__data$36 ;
-  reg \$signature__data$38 ;
-  reg \$signature__data$42 ;
-  wire \$signature__data$59 ;
-  reg [9:0] \$signature__data$63 ;
-  reg [9:0] \$signature__data$66 ;
-  wire [9:0] \$signature__data$70 ;
-  wire [9:0] \$signature__data$71 ;
+  wire \$signature__data$20 ;
+  wire \$signature__data$55 ;
+  reg [9:0] \$signature__data$59 ;
+  reg [9:0] \$signature__data$62 ;
+  wire [9:0] \$signature__data$66 ;
+  wire [9:0] \$signature__data$67 ;
   reg \$signature__en ;
   reg \$signature__en$10 ;
-  reg \$signature__en$11 ;
-  reg \$signature__en$12 ;
-  reg \$signature__en$40 ;
-  reg \$signature__en$43 ;
-  reg \$signature__en$64 ;
-  reg \$signature__en$67 ;
+  reg \$signature__en$60 ;
+  reg \$signature__en$63 ;
   reg \$signature__en$7 ;
   reg \$signature__en$8 ;
   reg \$signature__en$9 ;
@@ -4219,6 +4244,12 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   input config__valid;
   wire config__valid;
   reg count;
+  reg count0 = 1'h0;
+  reg count1 = 1'h0;
+  reg [1:0] count_reads;
+  reg count_reset = 1'h0;
+  reg count_reset_slot = 1'h0;
+  reg count_write;
   wire credit;
   reg [2:0] dcls_state = 3'h0;
   wire delay0;
@@ -4228,6 +4259,9 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   reg f_wr__data;
   reg f_wr__en;
   reg head = 1'h0;
+  reg head_left = 1'h0;
+  reg head_left_one = 1'h0;
+  reg head_left_zero = 1'h1;
   reg index = 1'h0;
   reg issue;
   wire [-1:0] it_channel;
@@ -4246,6 +4280,9 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   reg l_last = 1'h0;
   reg l_slot = 1'h0;
   reg l_valid = 1'h0;
+  reg l_wr__addr;
+  reg l_wr__data;
+  reg l_wr__en;
   reg last;
   output [31:0] layer0_dcls_counts_reads;
   reg [31:0] layer0_dcls_counts_reads = 32'd0;
@@ -4273,9 +4310,9 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   wire [-1:0] n_channel;
   reg [1:0] n_dup = 2'h0;
   reg n_first = 1'h0;
+  reg [1:0] n_head = 2'h0;
   reg [1:0] n_left = 2'h0;
   reg n_listed = 1'h0;
-  reg n_now;
   reg n_slot0 = 1'h0;
   reg n_slot1 = 1'h0;
   wire n_stall;
@@ -4293,9 +4330,9 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   output outputs__valid;
   wire outputs__valid;
   wire [-1:0] port__addr;
-  wire [-1:0] \port__addr$93 ;
+  wire [-1:0] \port__addr$92 ;
   wire [31:0] port__data;
-  wire [31:0] \port__data$48 ;
+  wire [31:0] \port__data$44 ;
   wire [3:0] port__en;
   reg \port__en$5 ;
   wire [13:0] r__payload;
@@ -4306,6 +4343,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   input r__ready;
   wire r__ready;
   wire r__valid;
+  reg receiving;
   reg reserve;
   input rst;
   wire rst;
@@ -4331,31 +4369,8 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   reg z_last = 1'h0;
   reg [10:0] z_sum;
   reg z_valid = 1'h0;
-  reg [0:0] counts [1:0];
-  initial begin
-    counts[0] = 1'h0;
-    counts[1] = 1'h0;
-  end
-  always @(posedge clk) begin
-    if (\$signature__en$43 )
-      counts[\$signature__addr$41 ] <= \$signature__data$42 ;
-  end
-  reg [0:0] _0_;
-  reg [0:0] _1_;
-  always @(posedge clk) begin
-    if (\$signature__en$12 ) begin
-      _0_ <= counts[\$signature__addr$88 ];
-      if (\$signature__en$43  && \$signature__addr$88  == \$signature__addr$41 )
-        _0_ <= \$signature__data$42 ;
-    end
-    if (\$signature__en$11 ) begin
-      _1_ <= counts[\$signature__addr$86 ];
-      if (\$signature__en$43  && \$signature__addr$86  == \$signature__addr$41 )
-        _1_ <= \$signature__data$42 ;
-    end
-  end
-  assign \$signature__data$36  = _0_;
-  assign \$signature__data$35  = _1_;
+  reg [10:0] zero_term0;
+  reg [10:0] zero_term1;
   reg [0:0] listed [1:0];
   initial begin
     listed[0] = 1'h0;
@@ -4365,34 +4380,34 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     if (f_wr__en)
       listed[f_wr__addr] <= f_wr__data;
   end
-  reg [0:0] _2_;
-  reg [0:0] _3_;
+  reg [0:0] _0_;
+  reg [0:0] _1_;
   always @(posedge clk) begin
     if (\$signature__en$10 ) begin
-      _2_ <= listed[\$signature__addr$87 ];
+      _0_ <= listed[\$signature__addr$87 ];
     end
     if (\$signature__en$9 ) begin
-      _3_ <= listed[\$signature__addr$85 ];
+      _1_ <= listed[\$signature__addr$85 ];
     end
   end
-  assign \$signature__data$22  = _2_;
-  assign \$signature__data  = _3_;
+  assign \$signature__data$20  = _0_;
+  assign \$signature__data  = _1_;
   reg [0:0] lists [1:0];
   initial begin
     lists[0] = 1'h0;
     lists[1] = 1'h0;
   end
   always @(posedge clk) begin
-    if (\$signature__en$40 )
-      lists[\$signature__addr ] <= \$signature__data$38 ;
+    if (l_wr__en)
+      lists[l_wr__addr] <= l_wr__data;
   end
-  reg [0:0] _4_;
+  reg [0:0] _2_;
   always @(posedge clk) begin
     if (\$signature__en ) begin
-      _4_ <= lists[\$signature__addr$104 ];
+      _2_ <= lists[\$signature__addr$101 ];
     end
   end
-  assign \$signature__data$59  = _4_;
+  assign \$signature__data$55  = _2_;
   reg [31:0] taps [0:0];
   initial begin
     taps[0] = 32'd29425762;
@@ -4407,52 +4422,52 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     if (port__en[3])
       taps[1'h0][31:24] <= port__data[31:24];
   end
-  reg [31:0] _5_;
+  reg [31:0] _3_;
   always @(posedge clk) begin
     if (\port__en$5 ) begin
-      _5_ <= taps[1'h0];
+      _3_ <= taps[1'h0];
     end
   end
-  assign \port__data$48  = _5_;
+  assign \port__data$44  = _3_;
   reg [9:0] zbuf0 [1:0];
   initial begin
     zbuf0[0] = 10'h000;
     zbuf0[1] = 10'h000;
   end
   always @(posedge clk) begin
-    if (\$signature__en$64 )
-      zbuf0[\$signature__addr$62 ] <= \$signature__data$63 ;
+    if (\$signature__en$60 )
+      zbuf0[\$signature__addr$58 ] <= \$signature__data$59 ;
   end
-  reg [9:0] _6_;
+  reg [9:0] _4_;
   always @(posedge clk) begin
     if (\$signature__en$7 ) begin
-      _6_ <= zbuf0[\$signature__addr$58 ];
+      _4_ <= zbuf0[\$signature__addr ];
     end
   end
-  assign \$signature__data$70  = _6_;
+  assign \$signature__data$66  = _4_;
   reg [9:0] zbuf1 [1:0];
   initial begin
     zbuf1[0] = 10'h000;
     zbuf1[1] = 10'h000;
   end
   always @(posedge clk) begin
-    if (\$signature__en$67 )
-      zbuf1[\$signature__addr$65 ] <= \$signature__data$66 ;
+    if (\$signature__en$63 )
+      zbuf1[\$signature__addr$61 ] <= \$signature__data$62 ;
   end
-  reg [9:0] _7_;
+  reg [9:0] _5_;
   always @(posedge clk) begin
     if (\$signature__en$8 ) begin
-      _7_ <= zbuf1[\$signature__addr$61 ];
+      _5_ <= zbuf1[\$signature__addr$57 ];
     end
   end
-  assign \$signature__data$71  = _7_;
+  assign \$signature__data$67  = _5_;
   assign \$1  = config__payload[2:0] == 2'h3;
   assign \$2  = config__valid & \$1 ;
   assign port__en = \$2  << config__payload[6:5];
   assign \$3  = ~ \$signature__data ;
   assign \$4  = ~ n_dup[0];
   assign \$5  = \$3  & \$4 ;
-  assign \$6  = ~ \$signature__data$22 ;
+  assign \$6  = ~ \$signature__data$20 ;
   assign \$7  = ~ n_dup[1];
   assign \$8  = \$6  & \$7 ;
   assign need = n_first ? need_first : n_left;
@@ -4460,187 +4475,218 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   assign left = need & \$9 ;
   assign \$10  = | left;
   assign n_stall = n_valid & \$10 ;
-  assign \$11  = | need;
-  assign \$12  = n_valid & \$11 ;
-  assign \$13  = count + 1'h1;
-  assign \$14  = head + \port__data$48 [8];
-  assign target0 = \$14  + 1'h0;
-  assign \$15  = target0 >= 2'h2;
-  assign \$16  = target0 - 2'h2;
-  assign \$17  = \$15  ? \$16  : { 1'h0, target0 };
-  assign \$18  = head + \port__data$48 [24];
-  assign target1 = \$18  + 1'h0;
-  assign \$19  = target1 >= 2'h2;
-  assign \$20  = target1 - 2'h2;
-  assign \$21  = \$19  ? \$20  : { 1'h0, target1 };
-  assign \$22  = $signed(1'h0) + $signed(\$signature__data$70 );
-  assign \$23  = $signed(\$22 ) + $signed(\$signature__data$71 );
-  assign \$24  = z_last & o_seq_end;
-  assign \$25  = | z_sum;
-  assign \$26  = \$25  | z_last;
-  assign \$27  = | z_sum;
-  assign \$28  = ~ \$27 ;
-  assign \$29  = ~ z_last;
-  assign \$30  = \$28  & \$29 ;
-  assign \$32  = ~ n_stall;
-  assign \$33  = it_valid & \$32 ;
-  assign \$35  = $signed(\port__data$48 [7:0]) * $signed(it_value);
-  assign \$36  = $signed(\port__data$48 [23:16]) * $signed(it_value);
-  assign \$37  = ~ step_seen;
-  assign \$38  = ~ it_valid;
-  assign \$39  = \$38  | advance;
-  assign \$40  = \$37  & \$39 ;
-  assign \$41  = ~ step_seen;
-  assign \$42  = ~ it_valid;
-  assign \$43  = \$42  | advance;
-  assign \$44  = \$41  & \$43 ;
-  assign \$45  = \$44  & items__valid;
-  assign \$46  = | items__payload[2:1];
-  assign \$47  = ~ it_valid;
-  assign \$48  = step_seen & \$47 ;
-  assign \$49  = ~ n_stall;
-  assign \$50  = \$48  & \$49 ;
-  assign \$51  = send_first ? \$signature__data$35  : n_listed;
-  assign \$52  = index != n_now;
-  assign \$53  = \$52  & credit;
-  assign \$54  = index + 1'h1;
-  assign \$55  = \$54  == n_now;
-  assign \$56  = ! n_now;
-  assign \$57  = issue & last;
-  assign \$58  = empty & credit;
-  assign \$59  = \$57  | \$58 ;
-  assign \$60  = sweep == 2'h2;
-  assign \$61  = index == n_listed;
-  assign \$62  = ! dcls_state;
-  assign \$63  = dcls_state == 1'h1;
-  assign \$64  = dcls_state == 2'h2;
-  assign \$65  = dcls_state == 2'h3;
-  assign \$66  = dcls_state == 3'h4;
-  assign \$67  = dcls_state == 3'h5;
-  assign \$68  = dcls_state == 3'h6;
-  assign \$69  = 1'h0 + \port__en$5 ;
-  assign \$70  = layer0_dcls_taps_reads + \$69 ;
-  assign \$71  = | port__en;
-  assign \$72  = 1'h0 + \$71 ;
-  assign \$73  = layer0_dcls_taps_writes + \$72 ;
-  assign \$74  = 1'h0 + \$signature__en$7 ;
-  assign \$75  = layer0_dcls_zbuf_reads + \$74 ;
-  assign \$77  = 1'h0 + \$76 ;
-  assign \$78  = layer0_dcls_zbuf_writes + \$77 ;
-  assign \$79  = 1'h0 + \$signature__en$9 ;
-  assign \$80  = layer0_dcls_listed_reads + \$79 ;
-  assign \$82  = 1'h0 + \$81 ;
-  assign \$83  = layer0_dcls_listed_writes + \$82 ;
-  assign \$84  = 1'h0 + \$signature__en ;
-  assign \$85  = layer0_dcls_lists_reads + \$84 ;
-  assign \$87  = 1'h0 + \$86 ;
-  assign \$88  = layer0_dcls_lists_writes + \$87 ;
-  assign \$89  = 1'h0 + \$signature__en$11 ;
-  assign \$90  = layer0_dcls_counts_reads + \$89 ;
-  assign \$92  = 1'h0 + \$91 ;
-  assign \$93  = layer0_dcls_counts_writes + \$92 ;
-  assign \$94  = ~ n_stall;
-  assign \$96  = clear_slot + 1'h1;
-  assign \$99  = \$17 [0] == \$21 [0];
-  assign \$101  = ~ step_seen;
-  assign \$102  = ~ it_valid;
-  assign \$103  = \$102  | advance;
-  assign \$104  = \$101  & \$103 ;
-  assign \$105  = \$104  & items__valid;
-  assign \$106  = | items__payload[2:1];
-  assign \$107  = ~ items__valid;
-  assign \$108  = ~ it_valid;
-  assign \$109  = \$107  & \$108 ;
-  assign \$110  = ~ n_valid;
-  assign \$111  = \$109  & \$110 ;
-  assign \$112  = ~ it_valid;
-  assign \$113  = step_seen & \$112 ;
-  assign \$114  = ~ n_stall;
-  assign \$115  = \$113  & \$114 ;
-  assign \$116  = index + 1'h1;
-  assign \$117  = issue & last;
-  assign \$118  = issue & last;
-  assign \$119  = empty & credit;
-  assign \$120  = \$118  | \$119 ;
-  assign \$122  = head + 1'h1;
-  assign \$123  = \$121  ? 2'h0 : \$122 ;
-  assign \$124  = sweep == 2'h2;
-  assign \$125  = index == n_listed;
-  assign \$126  = sweep + 1'h1;
-  assign \$127  = index + 1'h1;
-  assign \$128  = layer0_dcls_cycles + busy;
+  assign \$13  = | need;
+  assign \$14  = n_valid & \$13 ;
+  assign \$15  = head + \port__data$44 [8];
+  assign target0 = \$15  + 1'h0;
+  assign \$16  = target0 >= 2'h2;
+  assign \$17  = target0 - 2'h2;
+  assign \$18  = \$16  ? \$17  : { 1'h0, target0 };
+  assign \$19  = head + \port__data$44 [24];
+  assign target1 = \$19  + 1'h0;
+  assign \$20  = target1 >= 2'h2;
+  assign \$21  = target1 - 2'h2;
+  assign \$22  = \$20  ? \$21  : { 1'h0, target1 };
+  assign \$23  = $signed(1'h0) + $signed(\$signature__data$66 );
+  assign \$24  = $signed(\$23 ) + $signed(\$signature__data$67 );
+  assign \$25  = z_last & o_seq_end;
+  assign \$26  = zero_term0 ^ zero_term1;
+  assign \$27  = zero_term0 | zero_term1;
+  assign \$30  = \$26  == \$29 ;
+  assign \$31  = ~ \$30 ;
+  assign \$32  = \$31  | z_last;
+  assign \$33  = zero_term0 ^ zero_term1;
+  assign \$34  = zero_term0 | zero_term1;
+  assign \$37  = \$33  == \$36 ;
+  assign \$38  = ~ \$37 ;
+  assign \$40  = ~ z_last;
+  assign \$41  = \$39  & \$40 ;
+  assign \$43  = ~ n_stall;
+  assign \$44  = it_valid & \$43 ;
+  assign \$46  = $signed(\port__data$44 [7:0]) * $signed(it_value);
+  assign \$47  = $signed(\port__data$44 [23:16]) * $signed(it_value);
+  assign \$48  = ~ step_seen;
+  assign \$49  = ~ it_valid;
+  assign \$50  = \$49  | advance;
+  assign \$51  = \$48  & \$50 ;
+  assign \$52  = ~ step_seen;
+  assign \$53  = ~ it_valid;
+  assign \$54  = \$53  | advance;
+  assign \$55  = \$52  & \$54 ;
+  assign \$56  = \$55  & items__valid;
+  assign \$57  = | items__payload[2:1];
+  assign \$58  = ~ it_valid;
+  assign \$59  = step_seen & \$58 ;
+  assign \$60  = ~ n_stall;
+  assign \$61  = \$59  & \$60 ;
+  assign \$62  = ~ head_left_zero;
+  assign \$63  = \$62  & credit;
+  assign \$64  = sweep == 2'h2;
+  assign \$65  = index == n_listed;
+  assign \$66  = ! dcls_state;
+  assign \$67  = dcls_state == 1'h1;
+  assign \$68  = dcls_state == 2'h2;
+  assign \$69  = dcls_state == 2'h3;
+  assign \$70  = dcls_state == 3'h4;
+  assign \$71  = dcls_state == 3'h5;
+  assign \$72  = dcls_state == 3'h6;
+  assign \$73  = 1'h0 + \port__en$5 ;
+  assign \$74  = layer0_dcls_taps_reads + \$73 ;
+  assign \$75  = | port__en;
+  assign \$76  = 1'h0 + \$75 ;
+  assign \$77  = layer0_dcls_taps_writes + \$76 ;
+  assign \$78  = 1'h0 + \$signature__en$7 ;
+  assign \$79  = layer0_dcls_zbuf_reads + \$78 ;
+  assign \$81  = 1'h0 + \$80 ;
+  assign \$82  = layer0_dcls_zbuf_writes + \$81 ;
+  assign \$83  = 1'h0 + \$signature__en$9 ;
+  assign \$84  = layer0_dcls_listed_reads + \$83 ;
+  assign \$86  = 1'h0 + \$85 ;
+  assign \$87  = layer0_dcls_listed_writes + \$86 ;
+  assign \$88  = 1'h0 + \$signature__en ;
+  assign \$89  = layer0_dcls_lists_reads + \$88 ;
+  assign \$91  = 1'h0 + \$90 ;
+  assign \$92  = layer0_dcls_lists_writes + \$91 ;
+  assign \$93  = layer0_dcls_counts_reads + count_reads[0];
+  assign \$94  = layer0_dcls_counts_writes + count_write;
+  assign \$95  = | need;
+  assign \$96  = n_valid & \$95 ;
+  assign \$97  = count + 1'h1;
+  assign \$98  = | need;
+  assign \$99  = n_valid & \$98 ;
+  assign \$101  = \$99  & \$100 ;
+  assign \$102  = count + 1'h1;
+  assign \$103  = ! count;
+  assign \$106  = ! \$105 ;
+  assign \$109  = ~ n_stall;
+  assign \$112  = clear_slot + 1'h1;
+  assign \$115  = \port__data$44 [8] + 1'h0;
+  assign \$116  = ! \$115 ;
+  assign \$117  = \port__data$44 [8] + 1'h0;
+  assign \$118  = \$117  == 2'h2;
+  assign \$119  = \$116  | \$118 ;
+  assign \$120  = \port__data$44 [24] + 1'h0;
+  assign \$121  = ! \$120 ;
+  assign \$122  = \port__data$44 [24] + 1'h0;
+  assign \$123  = \$122  == 2'h2;
+  assign \$124  = \$121  | \$123 ;
+  assign \$125  = \$18 [0] == \$22 [0];
+  assign \$127  = ~ step_seen;
+  assign \$128  = ~ it_valid;
+  assign \$129  = \$128  | advance;
+  assign \$130  = \$127  & \$129 ;
+  assign \$131  = \$130  & items__valid;
+  assign \$132  = | items__payload[2:1];
+  assign \$133  = ~ items__valid;
+  assign \$134  = ~ it_valid;
+  assign \$135  = \$133  & \$134 ;
+  assign \$136  = ~ n_valid;
+  assign \$137  = \$135  & \$136 ;
+  assign \$138  = ~ it_valid;
+  assign \$139  = step_seen & \$138 ;
+  assign \$140  = ~ n_stall;
+  assign \$141  = \$139  & \$140 ;
+  assign \$142  = head_left - 1'h1;
+  assign \$144  = index + 1'h1;
+  assign \$145  = issue & last;
+  assign \$146  = issue & last;
+  assign \$147  = empty & credit;
+  assign \$148  = \$146  | \$147 ;
+  assign \$150  = head + 1'h1;
+  assign \$151  = \$149  ? 2'h0 : \$150 ;
+  assign \$152  = sweep == 2'h2;
+  assign \$154  = index == n_listed;
+  assign \$155  = sweep + 1'h1;
+  assign \$156  = index + 1'h1;
+  assign \$157  = layer0_dcls_cycles + busy;
   always @(posedge clk)
-    layer0_dcls_taps_reads <= \$129 ;
+    layer0_dcls_taps_reads <= \$158 ;
   always @(posedge clk)
-    layer0_dcls_taps_writes <= \$130 ;
+    layer0_dcls_taps_writes <= \$159 ;
   always @(posedge clk)
-    layer0_dcls_zbuf_reads <= \$131 ;
+    layer0_dcls_zbuf_reads <= \$160 ;
   always @(posedge clk)
-    layer0_dcls_zbuf_writes <= \$132 ;
+    layer0_dcls_zbuf_writes <= \$161 ;
   always @(posedge clk)
-    layer0_dcls_listed_reads <= \$133 ;
+    layer0_dcls_listed_reads <= \$162 ;
   always @(posedge clk)
-    layer0_dcls_listed_writes <= \$134 ;
+    layer0_dcls_listed_writes <= \$163 ;
   always @(posedge clk)
-    layer0_dcls_lists_reads <= \$135 ;
+    layer0_dcls_lists_reads <= \$164 ;
   always @(posedge clk)
-    layer0_dcls_lists_writes <= \$136 ;
+    layer0_dcls_lists_writes <= \$165 ;
   always @(posedge clk)
-    layer0_dcls_counts_reads <= \$137 ;
+    layer0_dcls_counts_reads <= \$166 ;
   always @(posedge clk)
-    layer0_dcls_counts_writes <= \$138 ;
+    layer0_dcls_counts_writes <= \$167 ;
   always @(posedge clk)
-    busy <= \$139 ;
+    busy <= \$168 ;
   always @(posedge clk)
-    l_valid <= \$140 ;
+    l_valid <= \$169 ;
   always @(posedge clk)
-    l_last <= \$141 ;
+    l_last <= \$170 ;
   always @(posedge clk)
-    n_left <= \$142 ;
+    count0 <= \$171 ;
   always @(posedge clk)
-    n_first <= \$143 ;
+    count1 <= \$172 ;
   always @(posedge clk)
-    n_valid <= \$144 ;
+    head_left <= \$173 ;
   always @(posedge clk)
-    z_valid <= \$145 ;
+    head_left_zero <= \$174 ;
   always @(posedge clk)
-    z_last <= \$146 ;
+    head_left_one <= \$175 ;
   always @(posedge clk)
-    z_addr <= \$147 ;
+    n_left <= \$176 ;
   always @(posedge clk)
-    clear_slot <= \$148 ;
+    n_first <= \$177 ;
   always @(posedge clk)
-    head <= \$149 ;
+    n_valid <= \$178 ;
   always @(posedge clk)
-    dcls_state <= \$150 ;
+    z_valid <= \$179 ;
   always @(posedge clk)
-    n_slot0 <= \$151 ;
+    z_last <= \$180 ;
   always @(posedge clk)
-    n_dup <= \$152 ;
+    z_addr <= \$181 ;
   always @(posedge clk)
-    n_slot1 <= \$153 ;
+    count_reset <= \$182 ;
   always @(posedge clk)
-    it_valid <= \$154 ;
+    clear_slot <= \$183 ;
   always @(posedge clk)
-    step_seen <= \$155 ;
+    head <= \$184 ;
   always @(posedge clk)
-    seq_end <= \$156 ;
+    dcls_state <= \$185 ;
   always @(posedge clk)
-    it_value <= \$157 ;
+    n_slot0 <= \$186 ;
   always @(posedge clk)
-    send_first <= \$158 ;
+    n_head <= \$187 ;
   always @(posedge clk)
-    index <= \$159 ;
+    n_dup <= \$188 ;
   always @(posedge clk)
-    n_listed <= \$160 ;
+    n_slot1 <= \$189 ;
   always @(posedge clk)
-    l_slot <= \$161 ;
+    it_valid <= \$190 ;
   always @(posedge clk)
-    o_seq_end <= \$162 ;
+    step_seen <= \$191 ;
   always @(posedge clk)
-    sweep <= \$163 ;
+    seq_end <= \$192 ;
   always @(posedge clk)
-    layer0_dcls_cycles <= \$164 ;
+    it_value <= \$193 ;
+  always @(posedge clk)
+    send_first <= \$194 ;
+  always @(posedge clk)
+    index <= \$195 ;
+  always @(posedge clk)
+    l_slot <= \$196 ;
+  always @(posedge clk)
+    o_seq_end <= \$197 ;
+  always @(posedge clk)
+    count_reset_slot <= \$198 ;
+  always @(posedge clk)
+    sweep <= \$199 ;
+  always @(posedge clk)
+    n_listed <= \$200 ;
+  always @(posedge clk)
+    layer0_dcls_cycles <= \$201 ;
   \accelerator.layer0_dcls.out_fifo  out_fifo (
     .cancel(cancel),
     .clk(clk),
@@ -4666,11 +4712,81 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     (* full_case = 32'd1 *)
+    casez (n_slot0)
+      1'h0:
+          \$11  = count0;
+      1'h1:
+          \$11  = count1;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    (* full_case = 32'd1 *)
+    casez (n_slot1)
+      1'h0:
+          \$12  = count0;
+      1'h1:
+          \$12  = count1;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    (* full_case = 32'd1 *)
     casez (append_index)
       1'h0:
-          count = \$signature__data$35 ;
+          count = \$11 ;
       1'h1:
-          count = \$signature__data$36 ;
+          count = \$12 ;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    (* full_case = 32'd1 *)
+    casez (append_index)
+      1'h0:
+          \$100  = n_head[0];
+      1'h1:
+          \$100  = n_head[1];
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    (* full_case = 32'd1 *)
+    casez (head)
+      1'h0:
+          \$104  = count0;
+      1'h1:
+          \$104  = count1;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    (* full_case = 32'd1 *)
+    casez (head)
+      1'h0:
+          \$105  = count0;
+      1'h1:
+          \$105  = count1;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    (* full_case = 32'd1 *)
+    casez (head)
+      1'h0:
+          \$107  = count0;
+      1'h1:
+          \$107  = count1;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$153  = 1'h0;
+    casez (sweep)
+      2'h0:
+          \$153  = count0;
+      2'h1:
+          \$153  = count1;
     endcase
   end
   always @* begin
@@ -4680,8 +4796,8 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h0:
           /* empty */;
       3'h1:
-          if (\$45 ) begin
-            if (\$46 ) begin
+          if (\$56 ) begin
+            if (\$57 ) begin
               \port__en$5  = 1'h1;
             end
           end
@@ -4705,7 +4821,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
           /* empty */;
       3'h5:
           (* full_case = 32'd1 *)
-          if (\$61 ) begin
+          if (\$65 ) begin
           end else begin
             \$signature__en  = 1'h1;
           end
@@ -4751,43 +4867,6 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__en$11  = 1'h0;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-        begin
-          if (advance) begin
-            \$signature__en$11  = 1'h1;
-          end
-          if (\$50 ) begin
-            \$signature__en$11  = 1'h1;
-          end
-        end
-      3'h2:
-          /* empty */;
-      3'h3:
-          (* full_case = 32'd1 *)
-          if (\$60 ) begin
-          end else begin
-            \$signature__en$11  = 1'h1;
-          end
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__en$12  = 1'h0;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (advance) begin
-            \$signature__en$12  = 1'h1;
-          end
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     append_onehot = 2'h0;
     if (need[1]) begin
       append_onehot = 2'h2;
@@ -4808,104 +4887,29 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__addr  = 1'h0;
-    if (\$12 ) begin
-      \$signature__addr  = slot;
+    l_wr__addr = 1'h0;
+    if (\$14 ) begin
+      l_wr__addr = slot;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__data$38  = 1'h0;
-    if (\$12 ) begin
-      \$signature__data$38  = 1'h0;
+    l_wr__data = 1'h0;
+    if (\$14 ) begin
+      l_wr__data = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__en$40  = 1'h0;
-    if (\$12 ) begin
-      \$signature__en$40  = 1'h1;
+    l_wr__en = 1'h0;
+    if (\$14 ) begin
+      l_wr__en = 1'h1;
     end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__addr$41  = 1'h0;
-    if (\$12 ) begin
-      \$signature__addr$41  = slot;
-    end
-    casez (dcls_state)
-      3'h0:
-          \$signature__addr$41  = clear_slot;
-      3'h1:
-          /* empty */;
-      3'h2:
-          if (\$59 ) begin
-            \$signature__addr$41  = head;
-          end
-      3'h3:
-          /* empty */;
-      3'h4:
-          /* empty */;
-      3'h5:
-          if (\$61 ) begin
-            \$signature__addr$41  = sweep[0];
-          end
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__data$42  = 1'h0;
-    if (\$12 ) begin
-      \$signature__data$42  = \$13 [0];
-    end
-    casez (dcls_state)
-      3'h0:
-          \$signature__data$42  = 1'h0;
-      3'h1:
-          /* empty */;
-      3'h2:
-          if (\$59 ) begin
-            \$signature__data$42  = 1'h0;
-          end
-      3'h3:
-          /* empty */;
-      3'h4:
-          /* empty */;
-      3'h5:
-          if (\$61 ) begin
-            \$signature__data$42  = 1'h0;
-          end
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__en$43  = 1'h0;
-    if (\$12 ) begin
-      \$signature__en$43  = 1'h1;
-    end
-    casez (dcls_state)
-      3'h0:
-          \$signature__en$43  = \$31 ;
-      3'h1:
-          /* empty */;
-      3'h2:
-          if (\$59 ) begin
-            \$signature__en$43  = 1'h1;
-          end
-      3'h3:
-          /* empty */;
-      3'h4:
-          /* empty */;
-      3'h5:
-          if (\$61 ) begin
-            \$signature__en$43  = 1'h1;
-          end
-    endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     f_wr__addr = 1'h0;
-    if (\$12 ) begin
+    if (\$14 ) begin
       f_wr__addr = slot;
     end
     if (l_valid) begin
@@ -4931,7 +4935,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     f_wr__data = 1'h0;
-    if (\$12 ) begin
+    if (\$14 ) begin
       f_wr__data = 1'h1;
     end
     if (l_valid) begin
@@ -4957,7 +4961,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     f_wr__en = 1'h0;
-    if (\$12 ) begin
+    if (\$14 ) begin
       f_wr__en = 1'h1;
     end
     if (l_valid) begin
@@ -4979,6 +4983,48 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h6:
           f_wr__en = 1'h1;
     endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    count_write = 1'h0;
+    if (\$14 ) begin
+      count_write = 1'h1;
+    end
+    if (count_reset) begin
+      count_write = 1'h1;
+    end
+    casez (dcls_state)
+      3'h0:
+          if (\$42 ) begin
+            count_write = 1'h1;
+          end
+      3'h1:
+          /* empty */;
+      3'h2:
+          /* empty */;
+      3'h3:
+          /* empty */;
+      3'h4:
+          /* empty */;
+      3'h5:
+          if (\$65 ) begin
+            count_write = 1'h1;
+          end
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$signature__addr  = 1'h0;
+    if (l_valid) begin
+      \$signature__addr  = l_slot;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$signature__addr$57  = 1'h0;
+    if (l_valid) begin
+      \$signature__addr$57  = l_slot;
+    end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
@@ -4986,6 +5032,74 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     if (l_valid) begin
       \$signature__addr$58  = l_slot;
     end
+    casez (dcls_state)
+      3'h0:
+          \$signature__addr$58  = clear_slot;
+      3'h1:
+          if (advance) begin
+            \$signature__addr$58  = \$18 [0];
+          end
+      3'h2:
+          /* empty */;
+      3'h3:
+          /* empty */;
+      3'h4:
+          /* empty */;
+      3'h5:
+          /* empty */;
+      3'h6:
+          \$signature__addr$58  = sweep[0];
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$signature__data$59  = 10'h000;
+    if (l_valid) begin
+      \$signature__data$59  = 10'h000;
+    end
+    casez (dcls_state)
+      3'h0:
+          \$signature__data$59  = 10'h000;
+      3'h1:
+          if (advance) begin
+            \$signature__data$59  = \$46 ;
+          end
+      3'h2:
+          /* empty */;
+      3'h3:
+          /* empty */;
+      3'h4:
+          /* empty */;
+      3'h5:
+          /* empty */;
+      3'h6:
+          \$signature__data$59  = 10'h000;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$signature__en$60  = 1'h0;
+    if (l_valid) begin
+      \$signature__en$60  = 1'h1;
+    end
+    casez (dcls_state)
+      3'h0:
+          \$signature__en$60  = 1'h1;
+      3'h1:
+          if (advance) begin
+            \$signature__en$60  = 1'h1;
+          end
+      3'h2:
+          /* empty */;
+      3'h3:
+          /* empty */;
+      3'h4:
+          /* empty */;
+      3'h5:
+          /* empty */;
+      3'h6:
+          \$signature__en$60  = 1'h1;
+    endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
@@ -4993,19 +5107,12 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     if (l_valid) begin
       \$signature__addr$61  = l_slot;
     end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__addr$62  = 1'h0;
-    if (l_valid) begin
-      \$signature__addr$62  = l_slot;
-    end
     casez (dcls_state)
       3'h0:
-          \$signature__addr$62  = clear_slot;
+          \$signature__addr$61  = clear_slot;
       3'h1:
           if (advance) begin
-            \$signature__addr$62  = \$17 [0];
+            \$signature__addr$61  = \$22 [0];
           end
       3'h2:
           /* empty */;
@@ -5016,21 +5123,21 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h5:
           /* empty */;
       3'h6:
-          \$signature__addr$62  = sweep[0];
+          \$signature__addr$61  = sweep[0];
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__data$63  = 10'h000;
+    \$signature__data$62  = 10'h000;
     if (l_valid) begin
-      \$signature__data$63  = 10'h000;
+      \$signature__data$62  = 10'h000;
     end
     casez (dcls_state)
       3'h0:
-          \$signature__data$63  = 10'h000;
+          \$signature__data$62  = 10'h000;
       3'h1:
           if (advance) begin
-            \$signature__data$63  = \$35 ;
+            \$signature__data$62  = \$47 ;
           end
       3'h2:
           /* empty */;
@@ -5041,21 +5148,21 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h5:
           /* empty */;
       3'h6:
-          \$signature__data$63  = 10'h000;
+          \$signature__data$62  = 10'h000;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__en$64  = 1'h0;
+    \$signature__en$63  = 1'h0;
     if (l_valid) begin
-      \$signature__en$64  = 1'h1;
+      \$signature__en$63  = 1'h1;
     end
     casez (dcls_state)
       3'h0:
-          \$signature__en$64  = 1'h1;
+          \$signature__en$63  = 1'h1;
       3'h1:
           if (advance) begin
-            \$signature__en$64  = 1'h1;
+            \$signature__en$63  = 1'h1;
           end
       3'h2:
           /* empty */;
@@ -5066,89 +5173,28 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h5:
           /* empty */;
       3'h6:
-          \$signature__en$64  = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__addr$65  = 1'h0;
-    if (l_valid) begin
-      \$signature__addr$65  = l_slot;
-    end
-    casez (dcls_state)
-      3'h0:
-          \$signature__addr$65  = clear_slot;
-      3'h1:
-          if (advance) begin
-            \$signature__addr$65  = \$21 [0];
-          end
-      3'h2:
-          /* empty */;
-      3'h3:
-          /* empty */;
-      3'h4:
-          /* empty */;
-      3'h5:
-          /* empty */;
-      3'h6:
-          \$signature__addr$65  = sweep[0];
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__data$66  = 10'h000;
-    if (l_valid) begin
-      \$signature__data$66  = 10'h000;
-    end
-    casez (dcls_state)
-      3'h0:
-          \$signature__data$66  = 10'h000;
-      3'h1:
-          if (advance) begin
-            \$signature__data$66  = \$36 ;
-          end
-      3'h2:
-          /* empty */;
-      3'h3:
-          /* empty */;
-      3'h4:
-          /* empty */;
-      3'h5:
-          /* empty */;
-      3'h6:
-          \$signature__data$66  = 10'h000;
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__en$67  = 1'h0;
-    if (l_valid) begin
-      \$signature__en$67  = 1'h1;
-    end
-    casez (dcls_state)
-      3'h0:
-          \$signature__en$67  = 1'h1;
-      3'h1:
-          if (advance) begin
-            \$signature__en$67  = 1'h1;
-          end
-      3'h2:
-          /* empty */;
-      3'h3:
-          /* empty */;
-      3'h4:
-          /* empty */;
-      3'h5:
-          /* empty */;
-      3'h6:
-          \$signature__en$67  = 1'h1;
+          \$signature__en$63  = 1'h1;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     z_sum = 11'h000;
     if (z_valid) begin
-      z_sum = \$23 [10:0];
+      z_sum = \$24 [10:0];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    zero_term0 = 11'h000;
+    if (z_valid) begin
+      zero_term0 = { \$signature__data$66 [9], \$signature__data$66  };
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    zero_term1 = 11'h000;
+    if (z_valid) begin
+      zero_term1 = { \$signature__data$67 [9], \$signature__data$67  };
     end
   end
   always @* begin
@@ -5158,7 +5204,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       w__payload[0] = 1'h0;
       w__payload[11:1] = z_sum;
       w__payload[12] = z_last;
-      w__payload[13] = \$24 ;
+      w__payload[13] = \$25 ;
     end
     casez (dcls_state)
       3'h0:
@@ -5176,7 +5222,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     w__valid = 1'h0;
     if (z_valid) begin
-      w__valid = \$26 ;
+      w__valid = \$32 ;
     end
     casez (dcls_state)
       3'h0:
@@ -5193,8 +5239,18 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     cancel = 1'h0;
     if (z_valid) begin
-      cancel = \$30 ;
+      cancel = \$41 ;
     end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    receiving = 1'h0;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          receiving = 1'h1;
+    endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
@@ -5203,7 +5259,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h0:
           /* empty */;
       3'h1:
-          advance = \$34 ;
+          advance = \$45 ;
     endcase
   end
   always @* begin
@@ -5214,32 +5270,33 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
           /* empty */;
       3'h1:
           if (advance) begin
-            \$signature__addr$85  = \$17 [0];
+            \$signature__addr$85  = \$18 [0];
           end
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__addr$86  = 1'h0;
+    count_reads = 2'h0;
     casez (dcls_state)
       3'h0:
           /* empty */;
       3'h1:
         begin
           if (advance) begin
-            \$signature__addr$86  = \$17 [0];
+            count_reads[0] = 1'h1;
+            count_reads[1] = 1'h1;
           end
-          if (\$50 ) begin
-            \$signature__addr$86  = head;
+          if (\$61 ) begin
+            count_reads[0] = 1'h1;
           end
         end
       3'h2:
           /* empty */;
       3'h3:
           (* full_case = 32'd1 *)
-          if (\$60 ) begin
+          if (\$64 ) begin
           end else begin
-            \$signature__addr$86  = sweep[0];
+            count_reads[0] = 1'h1;
           end
     endcase
   end
@@ -5251,19 +5308,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
           /* empty */;
       3'h1:
           if (advance) begin
-            \$signature__addr$87  = \$21 [0];
-          end
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__addr$88  = 1'h0;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (advance) begin
-            \$signature__addr$88  = \$21 [0];
+            \$signature__addr$87  = \$22 [0];
           end
     endcase
   end
@@ -5274,19 +5319,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h0:
           /* empty */;
       3'h1:
-          items__ready = \$40 ;
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    n_now = 1'h0;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          n_now = \$51 ;
+          items__ready = \$51 ;
     endcase
   end
   always @* begin
@@ -5298,7 +5331,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h1:
           /* empty */;
       3'h2:
-          issue = \$53 ;
+          issue = \$63 ;
     endcase
   end
   always @* begin
@@ -5310,7 +5343,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h1:
           /* empty */;
       3'h2:
-          last = \$55 ;
+          last = head_left_one;
     endcase
   end
   always @* begin
@@ -5322,7 +5355,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
       3'h1:
           /* empty */;
       3'h2:
-          empty = \$56 ;
+          empty = head_left_zero;
     endcase
   end
   always @* begin
@@ -5344,7 +5377,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$signature__addr$104  = 1'h0;
+    \$signature__addr$101  = 1'h0;
     casez (dcls_state)
       3'h0:
           /* empty */;
@@ -5352,7 +5385,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
           /* empty */;
       3'h2:
           if (issue) begin
-            \$signature__addr$104  = head;
+            \$signature__addr$101  = head;
           end
       3'h3:
           /* empty */;
@@ -5360,547 +5393,756 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
           /* empty */;
       3'h5:
           (* full_case = 32'd1 *)
-          if (\$61 ) begin
+          if (\$65 ) begin
           end else begin
-            \$signature__addr$104  = sweep[0];
+            \$signature__addr$101  = sweep[0];
           end
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$129  = \$70 [31:0];
+    \$158  = \$74 [31:0];
     if (rst) begin
-      \$129  = 32'd0;
+      \$158  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$130  = \$73 [31:0];
+    \$159  = \$77 [31:0];
     if (rst) begin
-      \$130  = 32'd0;
+      \$159  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$131  = \$75 [31:0];
+    \$160  = \$79 [31:0];
     if (rst) begin
-      \$131  = 32'd0;
+      \$160  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$132  = \$78 [31:0];
+    \$161  = \$82 [31:0];
     if (rst) begin
-      \$132  = 32'd0;
+      \$161  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$133  = \$80 [31:0];
+    \$162  = \$84 [31:0];
     if (rst) begin
-      \$133  = 32'd0;
+      \$162  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$134  = \$83 [31:0];
+    \$163  = \$87 [31:0];
     if (rst) begin
-      \$134  = 32'd0;
+      \$163  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$135  = \$85 [31:0];
-    if (rst) begin
-      \$135  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$136  = \$88 [31:0];
-    if (rst) begin
-      \$136  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$137  = \$90 [31:0];
-    if (rst) begin
-      \$137  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$138  = \$93 [31:0];
-    if (rst) begin
-      \$138  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$139  = 1'h1;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (\$111 ) begin
-            \$139  = 1'h0;
-          end
-    endcase
-    if (rst) begin
-      \$139  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$140  = 1'h0;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          \$140  = issue;
-    endcase
-    if (rst) begin
-      \$140  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$141  = 1'h0;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          \$141  = \$117 ;
-    endcase
-    if (rst) begin
-      \$141  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$142  = left;
-    if (rst) begin
-      \$142  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$143  = 1'h0;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (advance) begin
-            \$143  = 1'h1;
-          end
-    endcase
-    if (rst) begin
-      \$143  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$144  = n_valid;
-    if (\$94 ) begin
-      \$144  = 1'h0;
-    end
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (advance) begin
-            \$144  = 1'h1;
-          end
-    endcase
-    if (rst) begin
-      \$144  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$145  = l_valid;
-    if (rst) begin
-      \$145  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$146  = z_last;
-    if (l_valid) begin
-      \$146  = l_last;
-    end
-    if (rst) begin
-      \$146  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$147  = z_addr;
-    if (l_valid) begin
-      \$147  = l_slot;
-    end
-    if (rst) begin
-      \$147  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$148  = clear_slot;
-    casez (dcls_state)
-      3'h0:
-          if (\$95 ) begin
-            \$148  = \$96 [0];
-            if (\$97 ) begin
-              \$148  = 1'h0;
-            end
-          end
-    endcase
-    if (rst) begin
-      \$148  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$149  = head;
-    casez (dcls_state)
-      3'h0:
-          if (\$95 ) begin
-            if (\$97 ) begin
-              \$149  = 1'h0;
-            end
-          end
-      3'h1:
-          /* empty */;
-      3'h2:
-          if (\$120 ) begin
-            (* full_case = 32'd1 *)
-            if (seq_end) begin
-            end else begin
-              \$149  = \$123 [0];
-            end
-          end
-      3'h3:
-          if (\$124 ) begin
-            \$149  = 1'h0;
-          end
-    endcase
-    if (rst) begin
-      \$149  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$150  = dcls_state;
-    casez (dcls_state)
-      3'h0:
-          if (\$95 ) begin
-            if (\$97 ) begin
-              \$150  = 3'h1;
-            end
-          end
-      3'h1:
-          if (\$115 ) begin
-            \$150  = 3'h2;
-          end
-      3'h2:
-          if (\$120 ) begin
-            (* full_case = 32'd1 *)
-            if (seq_end) begin
-              \$150  = 3'h3;
-            end else begin
-              \$150  = 3'h1;
-            end
-          end
-      3'h3:
-          (* full_case = 32'd1 *)
-          if (\$124 ) begin
-            \$150  = 3'h1;
-          end else begin
-            \$150  = 3'h4;
-          end
-      3'h4:
-          \$150  = 3'h5;
-      3'h5:
-          (* full_case = 32'd1 *)
-          if (\$125 ) begin
-            \$150  = 3'h3;
-          end else begin
-            \$150  = 3'h6;
-          end
-      3'h6:
-          \$150  = 3'h5;
-    endcase
-    if (rst) begin
-      \$150  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$151  = n_slot0;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (advance) begin
-            \$151  = \$17 [0];
-          end
-    endcase
-    if (rst) begin
-      \$151  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$152  = n_dup;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (advance) begin
-            \$152 [0] = 1'h0;
-            \$152 [1] = \$100 ;
-          end
-    endcase
-    if (rst) begin
-      \$152  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$153  = n_slot1;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (advance) begin
-            \$153  = \$21 [0];
-          end
-    endcase
-    if (rst) begin
-      \$153  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$154  = it_valid;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-        begin
-          if (advance) begin
-            \$154  = 1'h0;
-          end
-          if (\$105 ) begin
-            if (\$106 ) begin
-              \$154  = 1'h1;
-            end
-          end
-        end
-    endcase
-    if (rst) begin
-      \$154  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$155  = step_seen;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-        begin
-          if (\$105 ) begin
-            \$155  = items__payload[3];
-          end
-          if (\$115 ) begin
-            \$155  = 1'h0;
-          end
-        end
-    endcase
-    if (rst) begin
-      \$155  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$156  = seq_end;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (\$105 ) begin
-            \$156  = items__payload[4];
-          end
-    endcase
-    if (rst) begin
-      \$156  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$157  = it_value;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (\$105 ) begin
-            if (\$106 ) begin
-              \$157  = items__payload[2:1];
-            end
-          end
-    endcase
-    if (rst) begin
-      \$157  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$158  = send_first;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (\$115 ) begin
-            \$158  = 1'h1;
-          end
-      3'h2:
-          \$158  = 1'h0;
-    endcase
-    if (rst) begin
-      \$158  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$159  = index;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (\$115 ) begin
-            \$159  = 1'h0;
-          end
-      3'h2:
-          if (issue) begin
-            \$159  = \$116 [0];
-          end
-      3'h3:
-          /* empty */;
-      3'h4:
-          \$159  = 1'h0;
-      3'h5:
-          /* empty */;
-      3'h6:
-          \$159  = \$127 [0];
-    endcase
-    if (rst) begin
-      \$159  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$160  = n_listed;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          if (send_first) begin
-            \$160  = \$signature__data$35 ;
-          end
-      3'h3:
-          /* empty */;
-      3'h4:
-          \$160  = \$signature__data$35 ;
-    endcase
-    if (rst) begin
-      \$160  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$161  = l_slot;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          if (issue) begin
-            \$161  = head;
-          end
-    endcase
-    if (rst) begin
-      \$161  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$162  = o_seq_end;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          if (issue) begin
-            \$162  = seq_end;
-          end
-    endcase
-    if (rst) begin
-      \$162  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$163  = sweep;
-    casez (dcls_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          if (\$120 ) begin
-            if (seq_end) begin
-              \$163  = 2'h0;
-            end
-          end
-      3'h3:
-          /* empty */;
-      3'h4:
-          /* empty */;
-      3'h5:
-          if (\$125 ) begin
-            \$163  = \$126 [1:0];
-          end
-    endcase
-    if (rst) begin
-      \$163  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$164  = \$128 [31:0];
+    \$164  = \$89 [31:0];
     if (rst) begin
       \$164  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$165  = \$92 [31:0];
+    if (rst) begin
+      \$165  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$166  = \$93 [31:0];
+    if (rst) begin
+      \$166  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$167  = \$94 [31:0];
+    if (rst) begin
+      \$167  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$168  = 1'h1;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (\$137 ) begin
+            \$168  = 1'h0;
+          end
+    endcase
+    if (rst) begin
+      \$168  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$169  = 1'h0;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          \$169  = issue;
+    endcase
+    if (rst) begin
+      \$169  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$170  = 1'h0;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          \$170  = \$145 ;
+    endcase
+    if (rst) begin
+      \$170  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$171  = count0;
+    if (\$96 ) begin
+      casez (slot)
+        1'h0:
+            \$171  = \$97 [0];
+      endcase
+    end
+    if (count_reset) begin
+      casez (count_reset_slot)
+        1'h0:
+            \$171  = 1'h0;
+      endcase
+    end
+    casez (dcls_state)
+      3'h0:
+          if (\$110 ) begin
+            casez (clear_slot)
+              1'h0:
+                  \$171  = 1'h0;
+            endcase
+          end
+      3'h1:
+          /* empty */;
+      3'h2:
+          /* empty */;
+      3'h3:
+          /* empty */;
+      3'h4:
+          /* empty */;
+      3'h5:
+          if (\$154 ) begin
+            casez (sweep)
+              2'h0:
+                  \$171  = 1'h0;
+            endcase
+          end
+    endcase
+    if (rst) begin
+      \$171  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$172  = count1;
+    if (\$96 ) begin
+      (* full_case = 32'd1 *)
+      casez (slot)
+        1'h0:
+            /* empty */;
+        1'h1:
+            \$172  = \$97 [0];
+      endcase
+    end
+    if (count_reset) begin
+      (* full_case = 32'd1 *)
+      casez (count_reset_slot)
+        1'h0:
+            /* empty */;
+        1'h1:
+            \$172  = 1'h0;
+      endcase
+    end
+    casez (dcls_state)
+      3'h0:
+          if (\$110 ) begin
+            (* full_case = 32'd1 *)
+            casez (clear_slot)
+              1'h0:
+                  /* empty */;
+              1'h1:
+                  \$172  = 1'h0;
+            endcase
+          end
+      3'h1:
+          /* empty */;
+      3'h2:
+          /* empty */;
+      3'h3:
+          /* empty */;
+      3'h4:
+          /* empty */;
+      3'h5:
+          if (\$154 ) begin
+            casez (sweep)
+              2'h0:
+                  /* empty */;
+              2'h1:
+                  \$172  = 1'h0;
+            endcase
+          end
+    endcase
+    if (rst) begin
+      \$172  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$173  = head_left;
+    if (\$101 ) begin
+      \$173  = \$102 [0];
+    end else if (receiving) begin
+      \$173  = \$104 ;
+    end
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          if (issue) begin
+            \$173  = \$142 [0];
+          end
+    endcase
+    if (rst) begin
+      \$173  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$174  = head_left_zero;
+    if (\$101 ) begin
+      \$174  = 1'h0;
+    end else if (receiving) begin
+      \$174  = \$106 ;
+    end
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          if (issue) begin
+            \$174  = head_left_one;
+          end
+    endcase
+    if (rst) begin
+      \$174  = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$175  = head_left_one;
+    if (\$101 ) begin
+      \$175  = \$103 ;
+    end else if (receiving) begin
+      \$175  = \$108 ;
+    end
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          if (issue) begin
+            \$175  = \$143 ;
+          end
+    endcase
+    if (rst) begin
+      \$175  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$176  = left;
+    if (rst) begin
+      \$176  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$177  = 1'h0;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (advance) begin
+            \$177  = 1'h1;
+          end
+    endcase
+    if (rst) begin
+      \$177  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$178  = n_valid;
+    if (\$109 ) begin
+      \$178  = 1'h0;
+    end
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (advance) begin
+            \$178  = 1'h1;
+          end
+    endcase
+    if (rst) begin
+      \$178  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$179  = l_valid;
+    if (rst) begin
+      \$179  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$180  = z_last;
+    if (l_valid) begin
+      \$180  = l_last;
+    end
+    if (rst) begin
+      \$180  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$181  = z_addr;
+    if (l_valid) begin
+      \$181  = l_slot;
+    end
+    if (rst) begin
+      \$181  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$182  = 1'h0;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          if (\$148 ) begin
+            \$182  = 1'h1;
+          end
+    endcase
+    if (rst) begin
+      \$182  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$183  = clear_slot;
+    casez (dcls_state)
+      3'h0:
+          if (\$111 ) begin
+            \$183  = \$112 [0];
+            if (\$113 ) begin
+              \$183  = 1'h0;
+            end
+          end
+    endcase
+    if (rst) begin
+      \$183  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$184  = head;
+    casez (dcls_state)
+      3'h0:
+          if (\$111 ) begin
+            if (\$113 ) begin
+              \$184  = 1'h0;
+            end
+          end
+      3'h1:
+          /* empty */;
+      3'h2:
+          if (\$148 ) begin
+            (* full_case = 32'd1 *)
+            if (seq_end) begin
+            end else begin
+              \$184  = \$151 [0];
+            end
+          end
+      3'h3:
+          if (\$152 ) begin
+            \$184  = 1'h0;
+          end
+    endcase
+    if (rst) begin
+      \$184  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$185  = dcls_state;
+    casez (dcls_state)
+      3'h0:
+          if (\$111 ) begin
+            if (\$113 ) begin
+              \$185  = 3'h1;
+            end
+          end
+      3'h1:
+          if (\$141 ) begin
+            \$185  = 3'h2;
+          end
+      3'h2:
+          if (\$148 ) begin
+            (* full_case = 32'd1 *)
+            if (seq_end) begin
+              \$185  = 3'h3;
+            end else begin
+              \$185  = 3'h1;
+            end
+          end
+      3'h3:
+          (* full_case = 32'd1 *)
+          if (\$152 ) begin
+            \$185  = 3'h1;
+          end else begin
+            \$185  = 3'h4;
+          end
+      3'h4:
+          \$185  = 3'h5;
+      3'h5:
+          (* full_case = 32'd1 *)
+          if (\$154 ) begin
+            \$185  = 3'h3;
+          end else begin
+            \$185  = 3'h6;
+          end
+      3'h6:
+          \$185  = 3'h5;
+    endcase
+    if (rst) begin
+      \$185  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$186  = n_slot0;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (advance) begin
+            \$186  = \$18 [0];
+          end
+    endcase
+    if (rst) begin
+      \$186  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$187  = n_head;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (advance) begin
+            \$187 [0] = \$119 ;
+            \$187 [1] = \$124 ;
+          end
+    endcase
+    if (rst) begin
+      \$187  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$188  = n_dup;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (advance) begin
+            \$188 [0] = 1'h0;
+            \$188 [1] = \$126 ;
+          end
+    endcase
+    if (rst) begin
+      \$188  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$189  = n_slot1;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (advance) begin
+            \$189  = \$22 [0];
+          end
+    endcase
+    if (rst) begin
+      \$189  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$190  = it_valid;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+        begin
+          if (advance) begin
+            \$190  = 1'h0;
+          end
+          if (\$131 ) begin
+            if (\$132 ) begin
+              \$190  = 1'h1;
+            end
+          end
+        end
+    endcase
+    if (rst) begin
+      \$190  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$191  = step_seen;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+        begin
+          if (\$131 ) begin
+            \$191  = items__payload[3];
+          end
+          if (\$141 ) begin
+            \$191  = 1'h0;
+          end
+        end
+    endcase
+    if (rst) begin
+      \$191  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$192  = seq_end;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (\$131 ) begin
+            \$192  = items__payload[4];
+          end
+    endcase
+    if (rst) begin
+      \$192  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$193  = it_value;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (\$131 ) begin
+            if (\$132 ) begin
+              \$193  = items__payload[2:1];
+            end
+          end
+    endcase
+    if (rst) begin
+      \$193  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$194  = send_first;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (\$141 ) begin
+            \$194  = 1'h1;
+          end
+    endcase
+    if (rst) begin
+      \$194  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$195  = index;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          if (\$141 ) begin
+            \$195  = 1'h0;
+          end
+      3'h2:
+          if (issue) begin
+            \$195  = \$144 [0];
+          end
+      3'h3:
+          /* empty */;
+      3'h4:
+          \$195  = 1'h0;
+      3'h5:
+          /* empty */;
+      3'h6:
+          \$195  = \$156 [0];
+    endcase
+    if (rst) begin
+      \$195  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$196  = l_slot;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          if (issue) begin
+            \$196  = head;
+          end
+    endcase
+    if (rst) begin
+      \$196  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$197  = o_seq_end;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          if (issue) begin
+            \$197  = seq_end;
+          end
+    endcase
+    if (rst) begin
+      \$197  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$198  = count_reset_slot;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          if (\$148 ) begin
+            \$198  = head;
+          end
+    endcase
+    if (rst) begin
+      \$198  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$199  = sweep;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          if (\$148 ) begin
+            if (seq_end) begin
+              \$199  = 2'h0;
+            end
+          end
+      3'h3:
+          /* empty */;
+      3'h4:
+          /* empty */;
+      3'h5:
+          if (\$154 ) begin
+            \$199  = \$155 [1:0];
+          end
+    endcase
+    if (rst) begin
+      \$199  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$200  = n_listed;
+    casez (dcls_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          /* empty */;
+      3'h3:
+          /* empty */;
+      3'h4:
+          \$200  = \$153 ;
+    endcase
+    if (rst) begin
+      \$200  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$201  = \$157 [31:0];
+    if (rst) begin
+      \$201  = 32'd0;
     end
   end
   assign r__payload = outputs__payload;
   assign outputs__ready = r__ready;
   assign r__valid = outputs__valid;
-  assign tap_w0 = \port__data$48 [7:0];
-  assign delay0 = \port__data$48 [8];
-  assign slot0 = \$17 [0];
-  assign tap_w1 = \port__data$48 [23:16];
-  assign delay1 = \port__data$48 [24];
-  assign slot1 = \$21 [0];
+  assign tap_w0 = \port__data$44 [7:0];
+  assign delay0 = \port__data$44 [8];
+  assign slot0 = \$18 [0];
+  assign tap_w1 = \port__data$44 [23:16];
+  assign delay1 = \port__data$44 [24];
+  assign slot1 = \$22 [0];
   assign \config__payload.target  = config__payload[2:0];
   assign \config__payload.addr  = config__payload[4:3];
   assign \config__payload.elem  = config__payload[6:5];
@@ -5927,17 +6169,26 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
   assign port__data[23:16] = config__payload[14:7];
   assign port__data[15:8] = config__payload[14:7];
   assign port__data[7:0] = config__payload[14:7];
-  assign \$31  = 1'h1;
-  assign \$34  = \$33 ;
-  assign \$76  = \$signature__en$64 ;
-  assign \$81  = f_wr__en;
-  assign \$86  = \$signature__en$40 ;
-  assign \$91  = \$signature__en$43 ;
-  assign \$95  = 1'h1;
-  assign \$97  = clear_slot;
-  assign \$98  = 2'h1;
-  assign \$100  = \$99 ;
-  assign \$121  = head;
+  assign \$28  = { \$27 , 1'h0 };
+  assign \$29 [11] = 1'h0;
+  assign \$29 [10:0] = \$28 [10:0];
+  assign \$35  = { \$34 , 1'h0 };
+  assign \$36 [11] = 1'h0;
+  assign \$36 [10:0] = \$35 [10:0];
+  assign \$39  = \$37 ;
+  assign \$42  = 1'h1;
+  assign \$45  = \$44 ;
+  assign \$80  = \$signature__en$60 ;
+  assign \$85  = f_wr__en;
+  assign \$90  = l_wr__en;
+  assign \$108  = \$107 ;
+  assign \$110  = 1'h1;
+  assign \$111  = 1'h1;
+  assign \$113  = clear_slot;
+  assign \$114  = 2'h1;
+  assign \$126  = \$125 ;
+  assign \$143  = 1'h0;
+  assign \$149  = head;
 endmodule
 
 (* generator = "Amaranth" *)
