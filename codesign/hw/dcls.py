@@ -24,7 +24,8 @@ a slot takes ``2**ceil(log2 m)`` words, so that an address is ``(slot, channel)`
   output is the sum of the ``K`` banks, read and cleared together;
 * ``listed`` (``S`` slots of flags, one read port per tap): the channel is in the slot's list;
 * ``lists`` (``S`` slots of channel indices: the channels a slot holds, in the order first touched) and
-  ``counts`` (``S`` words, one read port per tap): the event list of each slot, so sending a slot
+  ``counts`` (``S`` words: registers up to ``plan.DCLS_COUNT_REGISTERS`` slots, else a memory with
+  one read port per tap; :class:`_SlotCounts`): the event list of each slot, so sending a slot
   costs its entries.
 
 At the end of a sequence the slots it will never reach are cleared through their lists; after
