@@ -214,6 +214,45 @@ def test_spice_monte_carlo_check_compares_states_and_classes(tmp_path) -> None:
     assert out["golden_accuracy"] == float(np.mean(gold == y[:2]))
 
 
+def test_monte_carlo_calibrates_the_behavioural_model_on_the_spice_draws(tmp_path) -> None:
+    """With ngspice draws, ``--mc`` fits the neuron-common sigma to their mean state agreement and
+    reports the calibrated model over the whole test set beside the uncalibrated one: ngspice chips
+    that agree with golden everywhere fit sigma 0 (agreement 1), chips with a neuron wrong
+    everywhere a larger sigma, whose draws agree less."""
+    from codesign.analog.behavioural import golden_signs
+    from codesign.analog.evaluate import _layer_view, test_set
+    from codesign.analog.mismatch import mismatch_summary
+    from codesign.bundle import load_bundle
+
+    bundle = load_bundle(_bundle(tmp_path))
+    xq, y = test_set(bundle)
+    signs = golden_signs(_layer_view(bundle), xq[:2])
+    settings = {"corner": "tt", "start": "pair", "frame_ms": 10.0, "scale": "step"}
+    fitted = {}
+    for wrong in (False, True):
+        tasks, records = [], []
+        for seed in (1, 2):
+            for n in (0, 1):
+                s = signs[n].copy()
+                if wrong:
+                    s[:, 0] = -np.where(s[:, 0] == 0, -1, s[:, 0])
+                tasks.append((n, settings | {"mc_seed": seed}))
+                records.append({"s_analog": s.tolist()})
+        out = mismatch_summary(bundle, xq, y, 3, records, tasks, settings)
+        cal = out["calibrated"]
+        assert cal["fit_target_state_agreement"] == out["spice_check"]["spice_state_agreement_mean"]
+        assert (
+            len(cal["behavioural"]["accuracy"]) == 3
+            and cal["behavioural"]["sigma"]["neuron"] == cal["sigma_neuron"]
+        )
+        fitted[wrong] = cal
+    assert fitted[False]["sigma_neuron"] < fitted[True]["sigma_neuron"]
+    assert (
+        fitted[True]["spice_sequences_state_agreement_mean"]
+        <= fitted[False]["spice_sequences_state_agreement_mean"]
+    )
+
+
 def test_worst_root_error_margin_is_the_largest_over_every_root_error(tmp_path) -> None:
     """The summary's worst root-error margin is the largest margin any root error had (the one a
     near tie explains least). It used to be the largest of each sequence's *smallest* margin, so

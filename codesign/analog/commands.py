@@ -317,6 +317,15 @@ def analog_eval_command(
                 f"sequences): states agree {check['spice_state_agreement_mean']:.4f}, behavioural "
                 f"{check['behavioural_state_agreement_mean']:.4f} +- {check['behavioural_state_agreement_sd']:.4f}"
             )
+        cal = summary["mismatch"].get("calibrated")
+        if cal:
+            whole = cal["behavioural"]
+            typer.echo(
+                f"calibrated on ngspice (neuron sigma {cal['sigma_neuron']:.2f}, states agree "
+                f"{cal['spice_sequences_state_agreement_mean']:.4f} where ngspice did {cal['fit_target_state_agreement']:.4f}): "
+                f"accuracy mean {whole['accuracy_mean']:.4f}, 10th percentile {whole['accuracy_p10']:.4f}, "
+                f"min {whole['accuracy_min']:.4f}"
+            )
     if json_path is not None:
         write_text(json_path, json.dumps(summary, indent=2) + "\n")
 

@@ -79,6 +79,9 @@ def fit_neuron_sigma(
     draws: int = 20,
     grid: tuple[float, ...] = tuple(i * 0.01 for i in range(16)),
     mm: Mismatch = SKY130_TT,
+    *,
+    pair: bool = True,
+    scale: str = "step",
 ) -> tuple[float, list[dict]]:
     """The neuron-common threshold sigma (:attr:`Mismatch.sigma_neuron`) whose ``draws`` behavioural
     chips agree with golden on ``target`` of the neuron-steps of ``sequences`` on average (the mean
@@ -86,7 +89,16 @@ def fit_neuron_sigma(
     :func:`mismatch_summary`. Returns the grid point nearest the target and every point's mean."""
     rows = []
     for s in grid:
-        r = mismatch_draws(bundle, xq[sequences], y[sequences], draws, mm.with_neuron(s), calibration=xq)
+        r = mismatch_draws(
+            bundle,
+            xq[sequences],
+            y[sequences],
+            draws,
+            mm.with_neuron(s),
+            pair=pair,
+            scale=scale,
+            calibration=xq,
+        )
         rows.append({"sigma_neuron": float(s), "state_agreement_mean": r["state_agreement_mean"]})
     best = min(rows, key=lambda r: (abs(r["state_agreement_mean"] - target), r["sigma_neuron"]))
     return best["sigma_neuron"], rows
@@ -148,7 +160,37 @@ def mismatch_summary(
             "note": "SPICE seed k and behavioural draw k are different chips: the check compares the "
             "spreads (state agreement, classes that agree with golden) on the same sequences",
         }
+        out["calibrated"] = _calibrated(bundle, xq, y, draws, seqs, float(np.mean(spice)), pair, scale)
     return out
+
+
+def _calibrated(
+    bundle: Bundle,
+    xq: np.ndarray,
+    y: np.ndarray,
+    draws: int,
+    seqs: list[int],
+    spice_mean: float,
+    pair: bool,
+    scale: str,
+) -> dict:
+    """The behavioural model calibrated on the ngspice draws: the neuron-common threshold sigma
+    (:func:`fit_neuron_sigma`) whose draws agree with golden on ``seqs`` as often as the ngspice
+    chips did on average, then its draws over the whole test set. The uncalibrated model leaves
+    out each neuron's own bias devices, so it was optimistic against ngspice (by 1.7 points of
+    state agreement on the plain JapaneseVowels BMRU bundle); this is the accuracy under mismatch
+    that the ngspice spread supports."""
+    sigma, grid = fit_neuron_sigma(bundle, xq, y, seqs, spice_mean, draws, pair=pair, scale=scale)
+    mm = SKY130_TT.with_neuron(sigma)
+    check = mismatch_draws(bundle, xq[seqs], y[seqs], draws, mm, pair=pair, scale=scale, calibration=xq)
+    whole = mismatch_draws(bundle, xq, y, draws, mm, pair=pair, scale=scale)
+    return {
+        "sigma_neuron": sigma,
+        "fit_target_state_agreement": spice_mean,
+        "fit_grid": grid,
+        "spice_sequences_state_agreement_mean": check["state_agreement_mean"],
+        "behavioural": whole,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
