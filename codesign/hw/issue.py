@@ -373,6 +373,14 @@ class IssueStage(wiring.Component):
         seq_end = Signal()
         phase = Signal(pbits)
         next_phase = Signal(pbits)
+        # phase x (G + 1) and phase x G, the rows of su_walk and su_open, kept in registers beside
+        # the phases: as products of the phase, yosys shared their multiplier with the one of
+        # `listed x inputs` on the ECP5 and closed a loop through su_walk's asynchronous read,
+        # which nextpnr refuses ("combinational loops")
+        phase_row = Signal(range(period * stride))
+        next_row = Signal(range(period * stride))
+        phase_open = Signal(range(period * groups))
+        next_open = Signal(range(period * groups))
         walk = Signal(range(groups + 1))  # index of the current group in this step's walk
         n_walk = Signal(range(groups + 1))
         full = Signal()  # this step walks every group
@@ -397,7 +405,13 @@ class IssueStage(wiring.Component):
         first_of = banks.first_of.bit_select(rbank, 1)
         end_of = banks.end_of.bit_select(rbank, 1)
         start_phase = Signal(pbits)
-        m.d.comb += start_phase.eq(Mux(first_of, 0, next_phase))
+        start_row = Signal.like(phase_row)
+        start_open = Signal.like(phase_open)
+        m.d.comb += [
+            start_phase.eq(Mux(first_of, 0, next_phase)),
+            start_row.eq(Mux(first_of, 0, next_row)),
+            start_open.eq(Mux(first_of, 0, next_open)),
+        ]
         count = walk_count.data[0].as_unsigned()
         if self.ignore_schedule:  # fault: every step walks every group (and no lane is held)
             full_now = 1
@@ -409,8 +423,8 @@ class IssueStage(wiring.Component):
                 full_now = full_now | (banks.counts[rbank] != 0)
             if e.emit == "final":
                 full_now = full_now | end_of
-        m.d.comb += walk_count.addr.eq(start_phase * stride)
-        m.d.comb += walk_next.addr.eq(Mux(busy, phase * stride + walk + 2, start_phase * stride + 1))
+        m.d.comb += walk_count.addr.eq(start_row)
+        m.d.comb += walk_next.addr.eq(Mux(busy, phase_row + walk + 2, start_row + 1))
         listed = walk_next.data[0].as_unsigned()
 
         meta = Signal(SlotLayout(e))
@@ -427,6 +441,8 @@ class IssueStage(wiring.Component):
                     slot.eq(0),
                     walk.eq(0),
                     phase.eq(start_phase),
+                    phase_row.eq(start_row),
+                    phase_open.eq(start_open),
                     full.eq(full_now),
                     seq_first.eq(first_of),
                     seq_end.eq(end_of),
@@ -441,7 +457,7 @@ class IssueStage(wiring.Component):
             self.counters.count(m, f"{e.name}_busy_cycles", 1)
             with m.If(~issue):
                 self.counters.count(m, f"{e.name}_stall_cycles", 1)
-        m.d.comb += open_rd.addr.eq(phase * groups + group)
+        m.d.comb += open_rd.addr.eq(phase_open + group)
         for lane in range(e.lanes):
             m.d.comb += opened[lane].eq(1 if self.ignore_schedule else open_rd.data[lane] != 0)
         step_last = Signal()
@@ -479,6 +495,8 @@ class IssueStage(wiring.Component):
                         rbank.eq(~rbank),
                         drain.eq(pause),
                         next_phase.eq((phase + 1) & (period - 1)),
+                        next_row.eq(Mux(phase == period - 1, 0, phase_row + stride)),
+                        next_open.eq(Mux(phase == period - 1, 0, phase_open + groups)),
                     ]
                     self.counters.count(m, f"{e.name}_steps", 1)
             with m.Elif(last_part):
