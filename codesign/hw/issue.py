@@ -366,6 +366,9 @@ class IssueStage(wiring.Component):
         pause = drain_cycles(e)
         drain = Signal(range(max(DRAIN, pause) + 1))
         group = Signal(range(groups))
+        # the group's first input index: a product of the group register, not registered beside it
+        # (the next group comes from su_walk's asynchronous read, and a multiplier after that read
+        # was the ECP5's longest path: 53.6 MHz)
         base = Signal(range(groups * e.inputs + 1))
         slot = Signal(range(cap + 1))
         n_items = Signal(range(cap + 1))
@@ -448,15 +451,16 @@ class IssueStage(wiring.Component):
                     seq_end.eq(end_of),
                 ]
                 with m.If(full_now):
-                    m.d.sync += [n_walk.eq(groups), group.eq(0), base.eq(0)]
+                    m.d.sync += [n_walk.eq(groups), group.eq(0)]
                 with m.Elif(count == 0):  # nothing open: the last group carries the step's end
-                    m.d.sync += [n_walk.eq(1), group.eq(groups - 1), base.eq((groups - 1) * e.inputs)]
+                    m.d.sync += [n_walk.eq(1), group.eq(groups - 1)]
                 with m.Else():
-                    m.d.sync += [n_walk.eq(count), group.eq(listed), base.eq(listed * e.inputs)]
+                    m.d.sync += [n_walk.eq(count), group.eq(listed)]
         with m.Else():
             self.counters.count(m, f"{e.name}_busy_cycles", 1)
             with m.If(~issue):
                 self.counters.count(m, f"{e.name}_stall_cycles", 1)
+        m.d.comb += base.eq(group * e.inputs)
         m.d.comb += open_rd.addr.eq(phase_open + group)
         for lane in range(e.lanes):
             m.d.comb += opened[lane].eq(1 if self.ignore_schedule else open_rd.data[lane] != 0)
@@ -487,7 +491,7 @@ class IssueStage(wiring.Component):
             with m.If(last_part & last_slot):
                 self._start_gap(m)
                 nxt = Mux(full, group + 1, listed)
-                m.d.sync += [slot.eq(0), walk.eq(walk + 1), group.eq(nxt), base.eq(nxt * e.inputs)]
+                m.d.sync += [slot.eq(0), walk.eq(walk + 1), group.eq(nxt)]
                 with m.If(step_last):
                     m.d.sync += [
                         busy.eq(0),
