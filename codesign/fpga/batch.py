@@ -201,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         default=1,
         help="syntheses at once: 1 runs them here one after another; more run on a local Dask cluster "
-        "(each yosys / nextpnr run takes one core and up to a few GB)",
+        "(each yosys / nextpnr run takes one core)",
     )
     parser.add_argument(
         "--scheduler", default=None, help="address of an existing Dask scheduler to run the builds on"
