@@ -48,9 +48,10 @@ FPGA_TARGET ?= device
 FPGA_COUNTERS ?= basic
 FPGA_WEIGHTS ?= frozen
 FPGA_SHARE ?= auto
-FPGA_NARROW ?= off
-fpga: setup ## FPGA bitstreams, utilisation and Fmax of the reference bundles (FPGA_LANES, FPGA_DEVICES, FPGA_BUNDLES, FPGA_TARGET=device|generic, FPGA_COUNTERS, FPGA_WEIGHTS=frozen|baked|runtime|spram (spram: FPGA_DEVICES=up5k), FPGA_SHARE=auto|off|on|N, FPGA_NARROW=off|auto)
-	$(PY) -m codesign.fpga.batch --lanes $(FPGA_LANES) --devices $(FPGA_DEVICES) --bundles "$(FPGA_BUNDLES)" --target $(FPGA_TARGET) --counters $(FPGA_COUNTERS) --weights $(FPGA_WEIGHTS) --share-multipliers $(FPGA_SHARE) --narrow $(FPGA_NARROW) --area --hierarchy
+FPGA_NARROW ?=
+FPGA_WORKERS ?= 1
+fpga: setup ## FPGA bitstreams, utilisation and Fmax of the reference bundles, resumable (FPGA_WORKERS=N syntheses at once on Dask, FPGA_LANES, FPGA_DEVICES, FPGA_BUNDLES, FPGA_TARGET=device|generic, FPGA_COUNTERS, FPGA_WEIGHTS=frozen|baked|runtime|spram (spram: FPGA_DEVICES=up5k), FPGA_SHARE=auto|off|on|N, FPGA_NARROW=off|auto, default: codesign rtl's own, auto on the UP5K)
+	$(PY) -m codesign.fpga.batch --lanes $(FPGA_LANES) --devices $(FPGA_DEVICES) --bundles "$(FPGA_BUNDLES)" --target $(FPGA_TARGET) --counters $(FPGA_COUNTERS) --weights $(FPGA_WEIGHTS) --share-multipliers $(FPGA_SHARE) $(if $(FPGA_NARROW),--narrow $(FPGA_NARROW)) --workers $(FPGA_WORKERS) --area --hierarchy
 
 # Reference bundles through codesign rtl (+ codesign area, + codesign synth on REPORT_DEVICES) and
 # codesign report: docs/reports/<bundle>/ (report.md, report.json, pareto.png, commands.txt).

@@ -143,3 +143,19 @@ def test_constraints_under_the_system_temp_folder(tmp_path: Path, monkeypatch) -
         summary = synth_module.synthesize(build, "up5k")
         assert summary["status"] == "ok", summary.get("failure")
         assert (build / "synth" / "up5k" / "top.bin").is_file()
+
+
+@pytest.mark.slow
+def test_selective_bundle_places_and_routes_on_the_ecp5(tmp_path) -> None:
+    """The selective-update reference bundle through the whole ECP5 flow. Its su_walk rows were
+    products of the phase; yosys shared that multiplier with the one of the next group's inputs
+    base, whose operand is su_walk's asynchronous read, and nextpnr stopped: "Timing analysis
+    failed due to combinational loops" (159 loops, every P)."""
+    from codesign.fpga.synth import synthesize
+    from codesign.hw.build import build_rtl
+
+    bundle = Path(__file__).parents[1] / "models" / "bundles" / "japanese_vowels_cmru2_su"
+    build = tmp_path / "su"
+    build_rtl(bundle, build, lanes=1, target="ecp5", counters="none", weights="frozen")
+    summary = synthesize(build, "ecp5-25k")
+    assert summary["status"] == "ok" and summary["fmax_mhz"] > 0

@@ -6,7 +6,7 @@
                                   [--target device|generic] [--counters all|basic|none]
                                   [--weights baked|runtime|frozen] [--share-multipliers off|on|auto|N[:K]]
                                   [--narrow off|auto] [--share-updates off|on] [--merge off|auto]
-                                  [--out build/fpga] [--area]
+                                  [--out build/fpga] [--area] [--workers N] [--scheduler ADDRESS]
 
 For every bundle (default: every directory of ``models/bundles`` with a ``manifest.yaml``) and
 lane count ``P <= d`` it generates ``OUT/<bundle>_p<P>_<target>`` (``codesign rtl --target``: by
@@ -14,7 +14,13 @@ default each device's own target, so the plan maps memories and multipliers for 
 ``--target generic`` one build for every device) and synthesises it for each device. A
 bundle the RTL generator refuses is skipped with the generator's reason, so the target keeps
 working while the generator grows; a failing synthesis is recorded and the batch goes on.
-The results go to ``OUT/results.md`` and ``OUT/results.json``.
+
+Each build is one job (:mod:`codesign.fpga.batch_jobs`). With ``--workers 1`` (the default) the
+jobs run here, one after another, with every tool step shown; with more workers, or
+``--scheduler``, they run on the exploration's Dask cluster (:func:`codesign.explore.runner.dask_client`),
+a progress bar and one line per finished build. Finished syntheses are cached under
+``OUT/runs/`` by the Verilog's hash, the options and the flow, so a stopped batch run again
+resumes where it stopped. The results go to ``OUT/results.md`` and ``OUT/results.json``.
 """
 
 from __future__ import annotations
@@ -75,31 +81,61 @@ def builds_for(devices: list[str], mode: str) -> dict[str, list[str]]:
     return targets
 
 
-def _synth_all(
-    build: Path,
-    bundle: Path,
-    p: int,
-    devices: list[str],
-    summaries: list,
-    failed: list,
-    hierarchy: bool = False,
-) -> None:
-    from codesign.fpga.synth import SynthOptions, synthesize
-
-    for device in devices:
-        try:
-            summary = synthesize(
-                build,
-                device,
-                SynthOptions(hierarchy=hierarchy),
-                progress=lambda t, d=device: _log(f"  {d} {t}"),
+def _finished_line(records: list[dict]) -> list[str]:
+    """What a finished job prints: a table row per synthesis, one line per other record."""
+    lines = []
+    for r in records:
+        if r["kind"] == "synth":
+            lines.append(("(cached) " if r["cached"] else "") + _row(r["summary"]))
+        elif r["kind"] == "area":
+            a = r["summary"]
+            lines.append(
+                f"{'(cached) ' if r['cached'] else ''}{r['bundle']} P={r['lanes']} area: {a['total_um2']:.0f} um^2"
             )
-        except CodesignError as err:
-            _log(f"  {device} FAILED: {err}")
-            failed.append({"bundle": bundle.name, "lanes": p, "device": device, "error": str(err)})
-            continue
-        summaries.append(summary)
-        _log("  " + _row(summary))
+        elif r["kind"] == "failed":
+            lines.append(f"{r['bundle']} P={r['lanes']} {r['device']} FAILED: {r['error']}")
+        else:
+            lines.append(f"skip {r['bundle']} P={r['lanes']}: {r['reason']}")
+    return lines
+
+
+def _run_here(jobs: list[dict]) -> list[list[dict]]:
+    """The jobs one after another in this process, every tool step logged."""
+    from codesign.fpga.batch_jobs import run_job
+
+    results = []
+    for i, job in enumerate(jobs, 1):
+        _log(
+            f"[{i}/{len(jobs)}] {Path(job['bundle']).name} P={job['lanes']} target {job['target']}: {job['build']}"
+        )
+        results.append(run_job(job, progress=_log))
+        for line in _finished_line(results[-1]):
+            _log("  " + line)
+    return results
+
+
+def _run_on_dask(jobs: list[dict], scheduler: str | None, workers: int) -> list[list[dict]]:
+    """The jobs on the exploration's Dask cluster: a progress bar, a line per finished build."""
+    from distributed import as_completed
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from codesign.explore.runner import dask_client
+    from codesign.fpga.batch_jobs import run_job
+
+    results: list[list[dict]] = [[] for _ in jobs]
+    console = Console(stderr=True)
+    columns = (TextColumn("fpga"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with dask_client(scheduler, workers) as client, Progress(*columns, console=console) as bar:
+        task = bar.add_task("builds", total=len(jobs))
+        futures = {client.submit(run_job, job, pure=False): i for i, job in enumerate(jobs)}
+        for future in as_completed(list(futures)):
+            i = futures[future]
+            results[i] = future.result()
+            for line in _finished_line(results[i]):
+                bar.console.print(f"fpga: {line}", markup=False, highlight=False, soft_wrap=True)
+            bar.advance(task)
+    return results
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -160,6 +196,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--hierarchy", action="store_true", help="codesign synth --hierarchy: cells per module"
     )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="syntheses at once: 1 runs them here one after another; more run on a local Dask cluster "
+        "(each yosys / nextpnr run takes one core)",
+    )
+    parser.add_argument(
+        "--scheduler", default=None, help="address of an existing Dask scheduler to run the builds on"
+    )
     args = parser.parse_args(argv)
     from codesign.hw.plan import parse_share
 
@@ -167,11 +213,12 @@ def main(argv: list[str] | None = None) -> int:
         parse_share(args.share_multipliers)
     except CodesignError as err:  # refuse before any build, not as a skipped bundle per build
         parser.error(str(err))
+    if args.workers < 1:
+        parser.error(f"--workers {args.workers}: at least 1")
     if args.weights == "spram" and (args.target != "device" or args.devices.split(",") != ["up5k"]):
         parser.error("--weights spram needs the UP5K's SPRAMs: --devices up5k --target device")
 
-    from codesign.fpga.area import area_report
-    from codesign.hw.build import build_rtl
+    from codesign.fpga.batch_jobs import make_job
 
     if args.bundles:
         bundles = [Path(b) for b in args.bundles.split(",") if b]
@@ -179,46 +226,51 @@ def main(argv: list[str] | None = None) -> int:
         bundles = sorted(p.parent for p in Path("models/bundles").glob("*/manifest.yaml"))
     lanes = [int(x) for x in args.lanes.split(",") if x]
     devices = [d for d in args.devices.split(",") if d]
-    summaries, skipped, failed, areas = [], [], [], []
-    start = time.monotonic()
+    rtl = {
+        "weights": args.weights,
+        "counters": args.counters,
+        "share": args.share_multipliers,
+        "narrow": args.narrow,
+        "share_updates": args.share_updates,
+        "merge": args.merge,
+    }
     targets = builds_for(devices, args.target)
-    for bundle in bundles:
-        for p in lanes:
-            refused = False
-            for target, target_devices in targets.items():
-                build = args.out / f"{bundle.name}_p{p}_{target}"
-                try:
-                    info = build_rtl(
-                        bundle,
-                        build,
-                        lanes=p,
-                        weights=args.weights,
-                        target=target,
-                        counters=args.counters,
-                        share=args.share_multipliers,
-                        narrow=args.narrow,
-                        share_updates=args.share_updates,
-                        merge=args.merge,
-                    )
-                except CodesignError as err:
-                    if "lanes" in str(err) and "outside" in str(err):
-                        _log(f"skip {bundle.name} P={p}: {err}")
-                        break
-                    _log(f"skip {bundle.name}: the RTL generator refuses it: {err}")
-                    skipped.append({"bundle": bundle.name, "reason": str(err)})
-                    refused = True
-                    break
-                _log(f"{bundle.name} P={p} target {target}: {build / 'accelerator.v'} ({info.get('top')})")
-                _synth_all(build, bundle, p, target_devices, summaries, failed, args.hierarchy)
-                if args.area and target == next(iter(targets)):
-                    try:
-                        areas.append(area_report(build))
-                    except CodesignError as err:
-                        failed.append(
-                            {"bundle": bundle.name, "lanes": p, "device": "asic-area", "error": str(err)}
-                        )
-            if refused:
-                break
+    jobs = [
+        make_job(
+            bundle,
+            p,
+            target,
+            target_devices,
+            args.out,
+            rtl,
+            area=args.area and first,
+            hierarchy=args.hierarchy,
+        )
+        for bundle in bundles
+        for p in lanes
+        for first, (target, target_devices) in zip(
+            [True] + [False] * (len(targets) - 1), targets.items(), strict=True
+        )
+    ]
+    start = time.monotonic()
+    if args.workers == 1 and args.scheduler is None:
+        results = _run_here(jobs)
+    else:
+        results = _run_on_dask(jobs, args.scheduler, args.workers)
+    records = [r for job in results for r in job]
+    summaries = [r["summary"] for r in records if r["kind"] == "synth"]
+    areas = [r["summary"] for r in records if r["kind"] == "area"]
+    failed = [
+        {k: r[k] for k in ("bundle", "lanes", "device", "error")} for r in records if r["kind"] == "failed"
+    ]
+    skipped = list(
+        {
+            r["bundle"]: {"bundle": r["bundle"], "reason": r["reason"]}
+            for r in records
+            if r["kind"] == "refused"
+        }.values()
+    )
+    cached = sum(r.get("cached", False) for r in records)
 
     lines = ["# FPGA results (`make fpga`)", "", HEADER, *(_row(s) for s in summaries), ""]
     if areas:
@@ -234,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
         lines.append("")
     lines += [f"- skipped {s['bundle']}: {s['reason']}" for s in skipped]
     lines += [f"- FAILED {f['bundle']} P={f['lanes']} {f['device']}: {f['error']}" for f in failed]
-    lines.append(f"\n{len(summaries)} runs in {time.monotonic() - start:.0f} s.")
+    lines.append(f"\n{len(summaries)} runs ({cached} from the cache) in {time.monotonic() - start:.0f} s.")
     write_text(args.out / "results.md", "\n".join(lines) + "\n")
     write_text(
         args.out / "results.json",

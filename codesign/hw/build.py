@@ -304,8 +304,9 @@ def build_rtl(
         (tmp / BUILD_JSON).write_text(json.dumps(info, indent=2) + "\n")
         if previous.get("verilog_sha256") == digest:
             # Same RTL: keep the compiled simulators and accelerator.v's timestamp, so the next
-            # simulation does not recompile (with runtime weights, even for another bundle).
-            for cache in out_dir.glob("sim_*"):
+            # simulation does not recompile (with runtime weights, even for another bundle), and
+            # the syntheses and area runs of this Verilog (a resumed `make fpga` reuses them).
+            for cache in (*out_dir.glob("sim_*"), out_dir / "synth", out_dir / "area"):
                 if cache.is_dir():
                     os.replace(cache, tmp / cache.name)
             shutil.copystat(out_dir / VERILOG, tmp / VERILOG)

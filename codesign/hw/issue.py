@@ -366,6 +366,9 @@ class IssueStage(wiring.Component):
         pause = drain_cycles(e)
         drain = Signal(range(max(DRAIN, pause) + 1))
         group = Signal(range(groups))
+        # the group's first input index: a product of the group register, not registered beside it
+        # (the next group comes from su_walk's asynchronous read, and a multiplier after that read
+        # was the ECP5's longest path: 53.6 MHz)
         base = Signal(range(groups * e.inputs + 1))
         slot = Signal(range(cap + 1))
         n_items = Signal(range(cap + 1))
@@ -373,6 +376,14 @@ class IssueStage(wiring.Component):
         seq_end = Signal()
         phase = Signal(pbits)
         next_phase = Signal(pbits)
+        # phase x (G + 1) and phase x G, the rows of su_walk and su_open, kept in registers beside
+        # the phases: as products of the phase, yosys shared their multiplier with the one of
+        # `listed x inputs` on the ECP5 and closed a loop through su_walk's asynchronous read,
+        # which nextpnr refuses ("combinational loops")
+        phase_row = Signal(range(period * stride))
+        next_row = Signal(range(period * stride))
+        phase_open = Signal(range(period * groups))
+        next_open = Signal(range(period * groups))
         walk = Signal(range(groups + 1))  # index of the current group in this step's walk
         n_walk = Signal(range(groups + 1))
         full = Signal()  # this step walks every group
@@ -397,7 +408,13 @@ class IssueStage(wiring.Component):
         first_of = banks.first_of.bit_select(rbank, 1)
         end_of = banks.end_of.bit_select(rbank, 1)
         start_phase = Signal(pbits)
-        m.d.comb += start_phase.eq(Mux(first_of, 0, next_phase))
+        start_row = Signal.like(phase_row)
+        start_open = Signal.like(phase_open)
+        m.d.comb += [
+            start_phase.eq(Mux(first_of, 0, next_phase)),
+            start_row.eq(Mux(first_of, 0, next_row)),
+            start_open.eq(Mux(first_of, 0, next_open)),
+        ]
         count = walk_count.data[0].as_unsigned()
         if self.ignore_schedule:  # fault: every step walks every group (and no lane is held)
             full_now = 1
@@ -409,8 +426,8 @@ class IssueStage(wiring.Component):
                 full_now = full_now | (banks.counts[rbank] != 0)
             if e.emit == "final":
                 full_now = full_now | end_of
-        m.d.comb += walk_count.addr.eq(start_phase * stride)
-        m.d.comb += walk_next.addr.eq(Mux(busy, phase * stride + walk + 2, start_phase * stride + 1))
+        m.d.comb += walk_count.addr.eq(start_row)
+        m.d.comb += walk_next.addr.eq(Mux(busy, phase_row + walk + 2, start_row + 1))
         listed = walk_next.data[0].as_unsigned()
 
         meta = Signal(SlotLayout(e))
@@ -427,21 +444,24 @@ class IssueStage(wiring.Component):
                     slot.eq(0),
                     walk.eq(0),
                     phase.eq(start_phase),
+                    phase_row.eq(start_row),
+                    phase_open.eq(start_open),
                     full.eq(full_now),
                     seq_first.eq(first_of),
                     seq_end.eq(end_of),
                 ]
                 with m.If(full_now):
-                    m.d.sync += [n_walk.eq(groups), group.eq(0), base.eq(0)]
+                    m.d.sync += [n_walk.eq(groups), group.eq(0)]
                 with m.Elif(count == 0):  # nothing open: the last group carries the step's end
-                    m.d.sync += [n_walk.eq(1), group.eq(groups - 1), base.eq((groups - 1) * e.inputs)]
+                    m.d.sync += [n_walk.eq(1), group.eq(groups - 1)]
                 with m.Else():
-                    m.d.sync += [n_walk.eq(count), group.eq(listed), base.eq(listed * e.inputs)]
+                    m.d.sync += [n_walk.eq(count), group.eq(listed)]
         with m.Else():
             self.counters.count(m, f"{e.name}_busy_cycles", 1)
             with m.If(~issue):
                 self.counters.count(m, f"{e.name}_stall_cycles", 1)
-        m.d.comb += open_rd.addr.eq(phase * groups + group)
+        m.d.comb += base.eq(group * e.inputs)
+        m.d.comb += open_rd.addr.eq(phase_open + group)
         for lane in range(e.lanes):
             m.d.comb += opened[lane].eq(1 if self.ignore_schedule else open_rd.data[lane] != 0)
         step_last = Signal()
@@ -471,7 +491,7 @@ class IssueStage(wiring.Component):
             with m.If(last_part & last_slot):
                 self._start_gap(m)
                 nxt = Mux(full, group + 1, listed)
-                m.d.sync += [slot.eq(0), walk.eq(walk + 1), group.eq(nxt), base.eq(nxt * e.inputs)]
+                m.d.sync += [slot.eq(0), walk.eq(walk + 1), group.eq(nxt)]
                 with m.If(step_last):
                     m.d.sync += [
                         busy.eq(0),
@@ -479,6 +499,8 @@ class IssueStage(wiring.Component):
                         rbank.eq(~rbank),
                         drain.eq(pause),
                         next_phase.eq((phase + 1) & (period - 1)),
+                        next_row.eq(Mux(phase == period - 1, 0, phase_row + stride)),
+                        next_open.eq(Mux(phase == period - 1, 0, phase_open + groups)),
                     ]
                     self.counters.count(m, f"{e.name}_steps", 1)
             with m.Elif(last_part):
