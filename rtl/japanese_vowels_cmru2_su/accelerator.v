@@ -2973,7 +2973,7 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
     .layer0_su_walk_reads(layer0_su_walk_reads),
     .layer0_su_walk_writes(layer0_su_walk_writes),
     .rst(rst),
-    .\slot$43 (slot),
+    .\slot$49 (slot),
     .starting(starting)
   );
   \accelerator.layer0.front.lanes  lanes (
@@ -3340,56 +3340,60 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.front.issue (items__valid, config__payload, config__valid, clk, rst, items__ready, starting, credit, \slot$43 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_su_walk_writes, layer0_su_open_writes, layer0_su_walk_reads, layer0_busy_cycles, layer0_stall_cycles, layer0_su_open_reads, layer0_steps, items__payload);
+module \accelerator.layer0.front.issue (items__valid, config__payload, config__valid, clk, rst, items__ready, starting, credit, \slot$49 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_su_walk_writes, layer0_su_open_writes, layer0_su_walk_reads, layer0_busy_cycles, layer0_stall_cycles, layer0_su_open_reads, layer0_steps, items__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
   wire \$1 ;
   wire \$10 ;
   wire [3:0] \$100 ;
-  wire [2:0] \$101 ;
-  wire [3:0] \$102 ;
-  wire [7:0] \$103 ;
-  wire \$104 ;
-  wire [3:0] \$105 ;
-  wire [3:0] \$106 ;
-  wire [32:0] \$107 ;
-  wire [4:0] \$108 ;
-  reg [31:0] \$109 ;
+  wire [3:0] \$101 ;
+  wire \$102 ;
+  wire [6:0] \$103 ;
+  wire [6:0] \$104 ;
+  wire \$105 ;
+  wire [5:0] \$106 ;
+  wire [5:0] \$107 ;
+  wire [32:0] \$108 ;
+  wire [4:0] \$109 ;
   wire \$11 ;
   reg [31:0] \$110 ;
-  reg [3:0] \$111 ;
-  reg [31:0] \$112 ;
-  reg [1:0] \$113 ;
-  reg [3:0] \$114 ;
+  reg [31:0] \$111 ;
+  reg [3:0] \$112 ;
+  reg [31:0] \$113 ;
+  reg [1:0] \$114 ;
   reg [3:0] \$115 ;
-  reg [1:0] \$116 ;
+  reg [3:0] \$116 ;
   reg [1:0] \$117 ;
-  reg \$118 ;
+  reg [1:0] \$118 ;
   reg \$119 ;
   wire [7:0] \$12 ;
-  reg [31:0] \$120 ;
+  reg \$120 ;
   reg [31:0] \$121 ;
-  reg [30:0] \$122 ;
-  reg [2:0] \$123 ;
-  reg [31:0] \$124 ;
-  reg \$125 ;
-  reg [3:0] \$126 ;
+  reg [31:0] \$122 ;
+  reg [30:0] \$123 ;
+  reg [2:0] \$124 ;
+  reg [31:0] \$125 ;
+  reg \$126 ;
   reg [3:0] \$127 ;
-  reg [2:0] \$128 ;
+  reg [3:0] \$128 ;
   reg [2:0] \$129 ;
   wire \$13 ;
-  reg \$130 ;
-  reg \$131 ;
-  reg \$132 ;
-  reg [2:0] \$133 ;
-  reg [1:0] \$134 ;
-  reg [5:0] \$135 ;
-  reg [31:0] \$136 ;
-  reg [31:0] \$137 ;
+  reg [2:0] \$130 ;
+  reg [5:0] \$131 ;
+  reg [4:0] \$132 ;
+  reg \$133 ;
+  reg \$134 ;
+  reg \$135 ;
+  reg [2:0] \$136 ;
+  reg [1:0] \$137 ;
   reg [31:0] \$138 ;
-  reg \$139 ;
+  reg [31:0] \$139 ;
   wire \$14 ;
-  reg [2:0] \$140 ;
-  reg [31:0] \$141 ;
+  reg [31:0] \$140 ;
+  reg \$141 ;
+  reg [2:0] \$142 ;
+  reg [5:0] \$143 ;
+  reg [4:0] \$144 ;
+  reg [31:0] \$145 ;
   wire [7:0] \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -3409,86 +3413,86 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   wire \$3 ;
   wire \$30 ;
   wire \$31 ;
-  wire [5:0] \$32 ;
-  wire [6:0] \$33 ;
-  wire [7:0] \$34 ;
-  wire [5:0] \$35 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire [6:0] \$34 ;
+  wire [7:0] \$35 ;
   wire [6:0] \$36 ;
   wire [7:0] \$37 ;
   wire [5:0] \$38 ;
-  wire [6:0] \$39 ;
+  wire \$39 ;
   wire [3:0] \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
-  wire \$43 ;
+  wire [3:0] \$43 ;
   wire [3:0] \$44 ;
-  wire [3:0] \$45 ;
-  wire [4:0] \$46 ;
+  wire [4:0] \$45 ;
+  wire \$46 ;
   wire \$47 ;
   wire \$48 ;
   wire \$49 ;
   wire [14:0] \$5 ;
-  wire \$50 ;
-  wire [3:0] \$51 ;
-  wire [7:0] \$52 ;
-  wire [1:0] \$53 ;
-  wire [32:0] \$54 ;
-  wire \$55 ;
-  wire [1:0] \$56 ;
-  wire [32:0] \$57 ;
+  wire [3:0] \$50 ;
+  wire [7:0] \$51 ;
+  wire [1:0] \$52 ;
+  wire [32:0] \$53 ;
+  wire \$54 ;
+  wire [1:0] \$55 ;
+  wire [32:0] \$56 ;
+  wire \$57 ;
   wire \$58 ;
   wire \$59 ;
   wire [14:0] \$6 ;
-  wire \$60 ;
-  wire [4:0] \$61 ;
+  wire [4:0] \$60 ;
+  wire \$61 ;
   wire \$62 ;
-  wire \$63 ;
-  wire [32:0] \$64 ;
-  wire [4:0] \$65 ;
+  wire [32:0] \$63 ;
+  wire [4:0] \$64 ;
+  wire \$65 ;
   wire \$66 ;
-  wire \$67 ;
-  wire [1:0] \$68 ;
-  wire [32:0] \$69 ;
+  wire [1:0] \$67 ;
+  wire [32:0] \$68 ;
+  wire \$69 ;
   wire \$7 ;
-  wire \$70 ;
-  wire [1:0] \$71 ;
-  wire [32:0] \$72 ;
+  wire [1:0] \$70 ;
+  wire [32:0] \$71 ;
+  wire \$72 ;
   wire \$73 ;
   wire \$74 ;
-  wire \$75 ;
-  wire [3:0] \$76 ;
-  wire [32:0] \$77 ;
-  reg [3:0] \$78 ;
+  wire [3:0] \$75 ;
+  wire [32:0] \$76 ;
+  reg [3:0] \$77 ;
+  wire \$78 ;
   wire \$79 ;
   wire \$8 ;
   wire \$80 ;
   wire \$81 ;
   wire \$82 ;
-  wire \$83 ;
-  wire [7:0] \$84 ;
+  wire [32:0] \$83 ;
+  wire \$84 ;
   wire [32:0] \$85 ;
   wire \$86 ;
-  wire [32:0] \$87 ;
+  wire \$87 ;
   wire \$88 ;
-  wire \$89 ;
+  wire [32:0] \$89 ;
   wire \$9 ;
-  wire \$90 ;
-  wire [32:0] \$91 ;
-  wire [32:0] \$92 ;
+  wire [32:0] \$90 ;
+  wire \$91 ;
+  wire \$92 ;
   wire \$93 ;
   wire \$94 ;
   wire \$95 ;
-  wire \$96 ;
-  wire \$97 ;
+  wire [3:0] \$96 ;
+  wire [2:0] \$97 ;
   wire [3:0] \$98 ;
-  wire [2:0] \$99 ;
+  wire \$99 ;
   reg [1:0] \$signal  = 2'h0;
   reg [1:0] \$signal$30  = 2'h0;
-  reg [1:0] \$signal$54  = 2'h0;
+  reg [1:0] \$signal$60  = 2'h0;
   reg [3:0] bank0_count = 4'h0;
   reg [3:0] bank1_count = 4'h0;
-  reg [5:0] base = 6'h00;
+  wire [5:0] base;
   reg busy = 1'h0;
   input clk;
   wire clk;
@@ -3554,20 +3558,24 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   reg [3:0] n_items = 4'h0;
   reg [2:0] n_walk = 3'h0;
   reg next_first = 1'h1;
+  reg [4:0] next_open = 5'h00;
   reg [2:0] next_phase = 3'h0;
+  reg [5:0] next_row = 6'h00;
   wire nonzero;
   wire [3:0] opened;
   reg [2:0] phase = 3'h0;
+  reg [4:0] phase_open = 5'h00;
+  reg [5:0] phase_row = 6'h00;
   wire [5:0] port__addr;
   wire [4:0] \port__addr$17 ;
-  wire [5:0] \port__addr$33 ;
-  wire [5:0] \port__addr$34 ;
-  wire [4:0] \port__addr$37 ;
+  wire [5:0] \port__addr$37 ;
+  wire [5:0] \port__addr$38 ;
+  wire [4:0] \port__addr$43 ;
   wire [3:0] port__data;
   wire [7:0] \port__data$19 ;
-  wire [7:0] \port__data$39 ;
-  wire [3:0] \port__data$62 ;
-  wire [3:0] \port__data$64 ;
+  wire [7:0] \port__data$45 ;
+  wire [3:0] \port__data$69 ;
+  wire [3:0] \port__data$70 ;
   wire port__en;
   wire [3:0] \port__en$18 ;
   reg rbank = 1'h0;
@@ -3579,21 +3587,23 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   reg seq_end = 1'h0;
   reg seq_first = 1'h0;
   reg [3:0] slot = 4'h0;
-  output [30:0] \slot$43 ;
-  wire [30:0] \slot$43 ;
-  wire [5:0] \slot$43.base ;
-  wire \slot$43.empty ;
-  wire \slot$43.first ;
-  wire [1:0] \slot$43.group ;
-  wire [3:0] \slot$43.index ;
-  wire \slot$43.last ;
-  wire [3:0] \slot$43.open ;
-  wire \slot$43.seq_end ;
-  wire \slot$43.seq_first ;
-  wire \slot$43.step_last ;
-  wire \slot$43.valid ;
-  wire [7:0] \slot$43.value ;
+  output [30:0] \slot$49 ;
+  wire [30:0] \slot$49 ;
+  wire [5:0] \slot$49.base ;
+  wire \slot$49.empty ;
+  wire \slot$49.first ;
+  wire [1:0] \slot$49.group ;
+  wire [3:0] \slot$49.index ;
+  wire \slot$49.last ;
+  wire [3:0] \slot$49.open ;
+  wire \slot$49.seq_end ;
+  wire \slot$49.seq_first ;
+  wire \slot$49.step_last ;
+  wire \slot$49.valid ;
+  wire [7:0] \slot$49.value ;
+  wire [4:0] start_open;
   wire [2:0] start_phase;
+  wire [5:0] start_row;
   output starting;
   wire starting;
   wire step_last;
@@ -3687,7 +3697,7 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
     if (\$15 [3])
       su_open[config__payload[8:4]][7:6] <= \port__data$19 [7:6];
   end
-  assign \port__data$39  = su_open[\$39 [4:0]];
+  assign \port__data$45  = su_open[\$38 [4:0]];
   reg [3:0] su_walk [39:0];
   initial begin
     su_walk[0] = 4'h2;
@@ -3735,8 +3745,8 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
     if (\$12 [0])
       su_walk[config__payload[9:4]] <= config__payload[16:13];
   end
-  assign \port__data$64  = su_walk[\$37 [5:0]];
-  assign \port__data$62  = su_walk[\port__addr$33 ];
+  assign \port__data$70  = su_walk[\$37 [5:0]];
+  assign \port__data$69  = su_walk[start_row];
   assign \$1  = \$signal  >> wbank;
   assign \$2  = ~ \$1 ;
   assign nonzero = | items__payload[11:4];
@@ -3766,157 +3776,166 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   assign \$29  = issue & \$28 ;
   assign \$31  = \$signal$30  >> rbank;
   assign start_phase = \$31  ? 3'h0 : next_phase;
-  assign \port__addr$33  = start_phase * 3'h5;
-  assign \$32  = phase * 3'h5;
-  assign \$33  = \$32  + walk;
-  assign \$34  = \$33  + 2'h2;
-  assign \$35  = start_phase * 3'h5;
-  assign \$36  = \$35  + 1'h1;
-  assign \$37  = busy ? \$34  : { 1'h0, \$36  };
-  assign \$38  = phase * 3'h4;
-  assign \$39  = \$38  + group;
-  assign \$40  = | \port__data$39 [1:0];
-  assign \$41  = | \port__data$39 [3:2];
-  assign \$42  = | \port__data$39 [5:4];
-  assign \$43  = | \port__data$39 [7:6];
-  assign \$44  = walk + 1'h1;
-  assign step_last = \$44  == n_walk;
-  assign \$45  = rbank ? 4'hc : 4'h0;
-  assign \$46  = \$45  + slot;
-  assign \$47  = | n_items;
-  assign \$49  = \$47  & \$48 ;
-  assign \$51  = meta[18] ? 4'h0 : rd__data[3:0];
-  assign \$52  = meta[18] ? 8'h00 : rd__data[11:4];
-  assign \$53  = 1'h0 + rd__en;
-  assign \$54  = layer0_items_reads + \$53 ;
-  assign \$56  = 1'h0 + \$55 ;
-  assign \$57  = layer0_items_writes + \$56 ;
-  assign \$58  = \$signal  >> wbank;
-  assign \$59  = ~ \$58 ;
-  assign \$60  = items__valid & \$59 ;
-  assign \$61  = wcount + 1'h1;
-  assign \$62  = ~ stored;
-  assign \$63  = nonzero & \$62 ;
-  assign \$64  = layer0_item_overflows + 1'h1;
-  assign \$65  = wcount + stored;
-  assign \$66  = ~ wbank;
-  assign \$68  = 1'h0 + \$67 ;
-  assign \$69  = layer0_su_walk_writes + \$68 ;
-  assign \$70  = | \$15 [3:0];
-  assign \$71  = 1'h0 + \$70 ;
-  assign \$72  = layer0_su_open_writes + \$71 ;
-  assign \$73  = ~ busy;
-  assign \$74  = | drain;
-  assign \$75  = \$signal  >> rbank;
-  assign \$76  = drain - 1'h1;
-  assign \$77  = layer0_su_walk_reads + 1'h1;
+  assign \$32  = \$signal$30  >> rbank;
+  assign start_row = \$32  ? 6'h00 : next_row;
+  assign \$33  = \$signal$30  >> rbank;
+  assign start_open = \$33  ? 5'h00 : next_open;
+  assign \$34  = phase_row + walk;
+  assign \$35  = \$34  + 2'h2;
+  assign \$36  = start_row + 1'h1;
+  assign \$37  = busy ? \$35  : { 1'h0, \$36  };
+  assign base = group * 4'hc;
+  assign \$38  = phase_open + group;
+  assign \$39  = | \port__data$45 [1:0];
+  assign \$40  = | \port__data$45 [3:2];
+  assign \$41  = | \port__data$45 [5:4];
+  assign \$42  = | \port__data$45 [7:6];
+  assign \$43  = walk + 1'h1;
+  assign step_last = \$43  == n_walk;
+  assign \$44  = rbank ? 4'hc : 4'h0;
+  assign \$45  = \$44  + slot;
+  assign \$46  = | n_items;
+  assign \$48  = \$46  & \$47 ;
+  assign \$50  = meta[18] ? 4'h0 : rd__data[3:0];
+  assign \$51  = meta[18] ? 8'h00 : rd__data[11:4];
+  assign \$52  = 1'h0 + rd__en;
+  assign \$53  = layer0_items_reads + \$52 ;
+  assign \$55  = 1'h0 + \$54 ;
+  assign \$56  = layer0_items_writes + \$55 ;
+  assign \$57  = \$signal  >> wbank;
+  assign \$58  = ~ \$57 ;
+  assign \$59  = items__valid & \$58 ;
+  assign \$60  = wcount + 1'h1;
+  assign \$61  = ~ stored;
+  assign \$62  = nonzero & \$61 ;
+  assign \$63  = layer0_item_overflows + 1'h1;
+  assign \$64  = wcount + stored;
+  assign \$65  = ~ wbank;
+  assign \$67  = 1'h0 + \$66 ;
+  assign \$68  = layer0_su_walk_writes + \$67 ;
+  assign \$69  = | \$15 [3:0];
+  assign \$70  = 1'h0 + \$69 ;
+  assign \$71  = layer0_su_open_writes + \$70 ;
+  assign \$72  = ~ busy;
+  assign \$73  = | drain;
+  assign \$74  = \$signal  >> rbank;
+  assign \$75  = drain - 1'h1;
+  assign \$76  = layer0_su_walk_reads + 1'h1;
+  assign \$78  = \$signal$30  >> rbank;
   assign \$79  = \$signal$30  >> rbank;
-  assign \$80  = \$signal$30  >> rbank;
-  assign \$81  = \$signal$54  >> rbank;
-  assign \$82  = \$signal$30  >> rbank;
-  assign \$83  = ! \port__data$62 ;
-  assign \$84  = \port__data$64  * 4'hc;
-  assign \$85  = layer0_busy_cycles + 1'h1;
-  assign \$86  = ~ issue;
-  assign \$87  = layer0_stall_cycles + 1'h1;
-  assign \$88  = ! slot;
-  assign \$89  = issue & \$88 ;
-  assign \$91  = layer0_su_open_reads + 1'h1;
-  assign \$92  = layer0_su_walk_reads + 1'h1;
-  assign \$93  = ! slot;
-  assign \$95  = ! n_items;
-  assign \$96  = \$95  | \$18 [0];
-  assign \$98  = walk + 1'h1;
-  assign \$99  = group + 1'h1;
-  assign \$100  = full ? { 1'h0, \$99  } : \port__data$64 ;
-  assign \$101  = group + 1'h1;
-  assign \$102  = full ? { 1'h0, \$101  } : \port__data$64 ;
-  assign \$103  = \$102  * 4'hc;
-  assign \$104  = ~ rbank;
-  assign \$105  = phase + 1'h1;
-  assign \$107  = layer0_steps + 1'h1;
-  assign \$108  = slot + 1'h1;
+  assign \$80  = \$signal$60  >> rbank;
+  assign \$81  = \$signal$30  >> rbank;
+  assign \$82  = ! \port__data$69 ;
+  assign \$83  = layer0_busy_cycles + 1'h1;
+  assign \$84  = ~ issue;
+  assign \$85  = layer0_stall_cycles + 1'h1;
+  assign \$86  = ! slot;
+  assign \$87  = issue & \$86 ;
+  assign \$89  = layer0_su_open_reads + 1'h1;
+  assign \$90  = layer0_su_walk_reads + 1'h1;
+  assign \$91  = ! slot;
+  assign \$93  = ! n_items;
+  assign \$94  = \$93  | \$18 [0];
+  assign \$96  = walk + 1'h1;
+  assign \$97  = group + 1'h1;
+  assign \$98  = full ? { 1'h0, \$97  } : \port__data$70 ;
+  assign \$99  = ~ rbank;
+  assign \$100  = phase + 1'h1;
+  assign \$102  = phase == 3'h7;
+  assign \$103  = phase_row + 3'h5;
+  assign \$104  = \$102  ? 7'h00 : \$103 ;
+  assign \$105  = phase == 3'h7;
+  assign \$106  = phase_open + 3'h4;
+  assign \$107  = \$105  ? 6'h00 : \$106 ;
+  assign \$108  = layer0_steps + 1'h1;
+  assign \$109  = slot + 1'h1;
   always @(posedge clk)
-    layer0_items_reads <= \$109 ;
+    layer0_items_reads <= \$110 ;
   always @(posedge clk)
-    layer0_items_writes <= \$110 ;
+    layer0_items_writes <= \$111 ;
   always @(posedge clk)
-    wcount <= \$111 ;
+    wcount <= \$112 ;
   always @(posedge clk)
-    layer0_item_overflows <= \$112 ;
+    layer0_item_overflows <= \$113 ;
   always @(posedge clk)
-    \$signal  <= \$113 ;
+    \$signal  <= \$114 ;
   always @(posedge clk)
-    bank0_count <= \$114 ;
+    bank0_count <= \$115 ;
   always @(posedge clk)
-    bank1_count <= \$115 ;
+    bank1_count <= \$116 ;
   always @(posedge clk)
-    \$signal$30  <= \$116 ;
+    \$signal$30  <= \$117 ;
   always @(posedge clk)
-    \$signal$54  <= \$117 ;
+    \$signal$60  <= \$118 ;
   always @(posedge clk)
-    next_first <= \$118 ;
+    next_first <= \$119 ;
   always @(posedge clk)
-    wbank <= \$119 ;
+    wbank <= \$120 ;
   always @(posedge clk)
-    layer0_su_walk_writes <= \$120 ;
+    layer0_su_walk_writes <= \$121 ;
   always @(posedge clk)
-    layer0_su_open_writes <= \$121 ;
+    layer0_su_open_writes <= \$122 ;
   always @(posedge clk)
-    meta <= \$122 ;
+    meta <= \$123 ;
   always @(posedge clk)
-    drain <= \$123 ;
+    drain <= \$124 ;
   always @(posedge clk)
-    layer0_su_walk_reads <= \$124 ;
+    layer0_su_walk_reads <= \$125 ;
   always @(posedge clk)
-    busy <= \$125 ;
+    busy <= \$126 ;
   always @(posedge clk)
-    n_items <= \$126 ;
+    n_items <= \$127 ;
   always @(posedge clk)
-    slot <= \$127 ;
+    slot <= \$128 ;
   always @(posedge clk)
-    walk <= \$128 ;
+    walk <= \$129 ;
   always @(posedge clk)
-    phase <= \$129 ;
+    phase <= \$130 ;
   always @(posedge clk)
-    full <= \$130 ;
+    phase_row <= \$131 ;
   always @(posedge clk)
-    seq_first <= \$131 ;
+    phase_open <= \$132 ;
   always @(posedge clk)
-    seq_end <= \$132 ;
+    full <= \$133 ;
   always @(posedge clk)
-    n_walk <= \$133 ;
+    seq_first <= \$134 ;
   always @(posedge clk)
-    group <= \$134 ;
+    seq_end <= \$135 ;
   always @(posedge clk)
-    base <= \$135 ;
+    n_walk <= \$136 ;
   always @(posedge clk)
-    layer0_busy_cycles <= \$136 ;
+    group <= \$137 ;
   always @(posedge clk)
-    layer0_stall_cycles <= \$137 ;
+    layer0_busy_cycles <= \$138 ;
   always @(posedge clk)
-    layer0_su_open_reads <= \$138 ;
+    layer0_stall_cycles <= \$139 ;
   always @(posedge clk)
-    rbank <= \$139 ;
+    layer0_su_open_reads <= \$140 ;
   always @(posedge clk)
-    next_phase <= \$140 ;
+    rbank <= \$141 ;
   always @(posedge clk)
-    layer0_steps <= \$141 ;
+    next_phase <= \$142 ;
+  always @(posedge clk)
+    next_row <= \$143 ;
+  always @(posedge clk)
+    next_open <= \$144 ;
+  always @(posedge clk)
+    layer0_steps <= \$145 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
-          \$78  = bank0_count;
+          \$77  = bank0_count;
       1'h1:
-          \$78  = bank1_count;
+          \$77  = bank1_count;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     rd__en = 1'h0;
     if (issue) begin
-      rd__en = \$50 ;
+      rd__en = \$49 ;
     end
   end
   always @* begin
@@ -3932,107 +3951,89 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     rd__addr = 5'h00;
     if (issue) begin
-      rd__addr = \$46 ;
+      rd__addr = \$45 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$109  = \$54 [31:0];
-    if (rst) begin
-      \$109  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$110  = \$57 [31:0];
+    \$110  = \$53 [31:0];
     if (rst) begin
       \$110  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$111  = wcount;
-    if (\$60 ) begin
+    \$111  = \$56 [31:0];
+    if (rst) begin
+      \$111  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$112  = wcount;
+    if (\$59 ) begin
       if (stored) begin
-        \$111  = \$61 [3:0];
+        \$112  = \$60 [3:0];
       end
       if (items__payload[12]) begin
-        \$111  = 4'h0;
+        \$112  = 4'h0;
       end
     end
     if (rst) begin
-      \$111  = 4'h0;
+      \$112  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$112  = layer0_item_overflows;
-    if (\$60 ) begin
-      if (\$63 ) begin
-        \$112  = \$64 [31:0];
+    \$113  = layer0_item_overflows;
+    if (\$59 ) begin
+      if (\$62 ) begin
+        \$113  = \$63 [31:0];
       end
     end
     if (rst) begin
-      \$112  = 32'd0;
+      \$113  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$113  = \$signal ;
-    if (\$60 ) begin
+    \$114  = \$signal ;
+    if (\$59 ) begin
       if (items__payload[12]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$113 [0] = 1'h1;
+              \$114 [0] = 1'h1;
           1'h1:
-              \$113 [1] = 1'h1;
+              \$114 [1] = 1'h1;
         endcase
       end
     end
     if (issue) begin
-      if (\$97 ) begin
+      if (\$95 ) begin
         if (step_last) begin
           (* full_case = 32'd1 *)
           casez (rbank)
             1'h0:
-                \$113 [0] = 1'h0;
+                \$114 [0] = 1'h0;
             1'h1:
-                \$113 [1] = 1'h0;
+                \$114 [1] = 1'h0;
           endcase
         end
       end
     end
     if (rst) begin
-      \$113  = 2'h0;
+      \$114  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$114  = bank0_count;
-    if (\$60 ) begin
+    \$115  = bank0_count;
+    if (\$59 ) begin
       if (items__payload[12]) begin
         casez (wbank)
           1'h0:
-              \$114  = \$65 [3:0];
-        endcase
-      end
-    end
-    if (rst) begin
-      \$114  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$115  = bank1_count;
-    if (\$60 ) begin
-      if (items__payload[12]) begin
-        (* full_case = 32'd1 *)
-        casez (wbank)
-          1'h0:
-              /* empty */;
-          1'h1:
-              \$115  = \$65 [3:0];
+              \$115  = \$64 [3:0];
         endcase
       end
     end
@@ -4042,33 +4043,33 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$116  = \$signal$30 ;
-    if (\$60 ) begin
+    \$116  = bank1_count;
+    if (\$59 ) begin
       if (items__payload[12]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$116 [0] = next_first;
+              /* empty */;
           1'h1:
-              \$116 [1] = next_first;
+              \$116  = \$64 [3:0];
         endcase
       end
     end
     if (rst) begin
-      \$116  = 2'h0;
+      \$116  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$117  = \$signal$54 ;
-    if (\$60 ) begin
+    \$117  = \$signal$30 ;
+    if (\$59 ) begin
       if (items__payload[12]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
-              \$117 [0] = items__payload[13];
+              \$117 [0] = next_first;
           1'h1:
-              \$117 [1] = items__payload[13];
+              \$117 [1] = next_first;
         endcase
       end
     end
@@ -4078,144 +4079,141 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$118  = next_first;
-    if (\$60 ) begin
+    \$118  = \$signal$60 ;
+    if (\$59 ) begin
       if (items__payload[12]) begin
-        \$118  = items__payload[13];
+        (* full_case = 32'd1 *)
+        casez (wbank)
+          1'h0:
+              \$118 [0] = items__payload[13];
+          1'h1:
+              \$118 [1] = items__payload[13];
+        endcase
       end
     end
     if (rst) begin
-      \$118  = 1'h1;
+      \$118  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$119  = wbank;
-    if (\$60 ) begin
+    \$119  = next_first;
+    if (\$59 ) begin
       if (items__payload[12]) begin
-        \$119  = \$66 ;
+        \$119  = items__payload[13];
       end
     end
     if (rst) begin
-      \$119  = 1'h0;
+      \$119  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$120  = \$69 [31:0];
+    \$120  = wbank;
+    if (\$59 ) begin
+      if (items__payload[12]) begin
+        \$120  = \$65 ;
+      end
+    end
     if (rst) begin
-      \$120  = 32'd0;
+      \$120  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$121  = \$72 [31:0];
+    \$121  = \$68 [31:0];
     if (rst) begin
       \$121  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    { \$122 [30:5], \$122 [3:0] } = { meta[30:5], meta[3:0] };
-    \$122 [4] = issue;
-    if (issue) begin
-      \$122 [6:5] = group;
-      \$122 [12:7] = base;
-      \$122 [13] = \$93 ;
-      \$122 [14] = \$94 ;
-      \$122 [15] = step_last;
-      \$122 [16] = seq_first;
-      \$122 [17] = seq_end;
-      \$122 [18] = \$96 ;
-      \$122 [3:0] = opened;
-    end
+    \$122  = \$71 [31:0];
     if (rst) begin
-      \$122  = 31'h00000000;
+      \$122  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$123  = drain;
-    if (\$73 ) begin
-      if (\$74 ) begin
-        \$123  = \$76 [2:0];
+    { \$123 [30:5], \$123 [3:0] } = { meta[30:5], meta[3:0] };
+    \$123 [4] = issue;
+    if (issue) begin
+      \$123 [6:5] = group;
+      \$123 [12:7] = base;
+      \$123 [13] = \$91 ;
+      \$123 [14] = \$92 ;
+      \$123 [15] = step_last;
+      \$123 [16] = seq_first;
+      \$123 [17] = seq_end;
+      \$123 [18] = \$94 ;
+      \$123 [3:0] = opened;
+    end
+    if (rst) begin
+      \$123  = 31'h00000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$124  = drain;
+    if (\$72 ) begin
+      if (\$73 ) begin
+        \$124  = \$75 [2:0];
       end
     end
     if (issue) begin
-      if (\$97 ) begin
+      if (\$95 ) begin
         if (step_last) begin
-          \$123  = 3'h2;
+          \$124  = 3'h2;
         end
       end
     end
     if (rst) begin
-      \$123  = 3'h0;
+      \$124  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$124  = layer0_su_walk_reads;
-    if (\$73 ) begin
-      if (\$74 ) begin
-      end else if (\$75 ) begin
-        \$124  = \$77 [31:0];
+    \$125  = layer0_su_walk_reads;
+    if (\$72 ) begin
+      if (\$73 ) begin
+      end else if (\$74 ) begin
+        \$125  = \$76 [31:0];
       end
     end
-    if (\$90 ) begin
-      \$124  = \$92 [31:0];
+    if (\$88 ) begin
+      \$125  = \$90 [31:0];
     end
     if (rst) begin
-      \$124  = 32'd0;
+      \$125  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$125  = busy;
-    if (\$73 ) begin
-      if (\$74 ) begin
-      end else if (\$75 ) begin
-        \$125  = 1'h1;
+    \$126  = busy;
+    if (\$72 ) begin
+      if (\$73 ) begin
+      end else if (\$74 ) begin
+        \$126  = 1'h1;
       end
     end
     if (issue) begin
-      if (\$97 ) begin
+      if (\$95 ) begin
         if (step_last) begin
-          \$125  = 1'h0;
+          \$126  = 1'h0;
         end
       end
     end
     if (rst) begin
-      \$125  = 1'h0;
+      \$126  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$126  = n_items;
-    if (\$73 ) begin
-      if (\$74 ) begin
-      end else if (\$75 ) begin
-        \$126  = \$78 ;
-      end
-    end
-    if (rst) begin
-      \$126  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$127  = slot;
-    if (\$73 ) begin
-      if (\$74 ) begin
-      end else if (\$75 ) begin
-        \$127  = 4'h0;
-      end
-    end
-    if (issue) begin
-      (* full_case = 32'd1 *)
-      if (\$97 ) begin
-        \$127  = 4'h0;
-      end else if (1'h1) begin
-        \$127  = \$108 [3:0];
+    \$127  = n_items;
+    if (\$72 ) begin
+      if (\$73 ) begin
+      end else if (\$74 ) begin
+        \$127  = \$77 ;
       end
     end
     if (rst) begin
@@ -4224,29 +4222,37 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$128  = walk;
-    if (\$73 ) begin
-      if (\$74 ) begin
-      end else if (\$75 ) begin
-        \$128  = 3'h0;
+    \$128  = slot;
+    if (\$72 ) begin
+      if (\$73 ) begin
+      end else if (\$74 ) begin
+        \$128  = 4'h0;
       end
     end
     if (issue) begin
-      if (\$97 ) begin
-        \$128  = \$98 [2:0];
+      (* full_case = 32'd1 *)
+      if (\$95 ) begin
+        \$128  = 4'h0;
+      end else if (1'h1) begin
+        \$128  = \$109 [3:0];
       end
     end
     if (rst) begin
-      \$128  = 3'h0;
+      \$128  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$129  = phase;
-    if (\$73 ) begin
-      if (\$74 ) begin
-      end else if (\$75 ) begin
-        \$129  = start_phase;
+    \$129  = walk;
+    if (\$72 ) begin
+      if (\$73 ) begin
+      end else if (\$74 ) begin
+        \$129  = 3'h0;
+      end
+    end
+    if (issue) begin
+      if (\$95 ) begin
+        \$129  = \$96 [2:0];
       end
     end
     if (rst) begin
@@ -4255,144 +4261,134 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$130  = full;
-    if (\$73 ) begin
-      if (\$74 ) begin
-      end else if (\$75 ) begin
-        \$130  = \$79 ;
+    \$130  = phase;
+    if (\$72 ) begin
+      if (\$73 ) begin
+      end else if (\$74 ) begin
+        \$130  = start_phase;
       end
     end
     if (rst) begin
-      \$130  = 1'h0;
+      \$130  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$131  = seq_first;
-    if (\$73 ) begin
-      if (\$74 ) begin
-      end else if (\$75 ) begin
-        \$131  = \$80 ;
+    \$131  = phase_row;
+    if (\$72 ) begin
+      if (\$73 ) begin
+      end else if (\$74 ) begin
+        \$131  = start_row;
       end
     end
     if (rst) begin
-      \$131  = 1'h0;
+      \$131  = 6'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$132  = seq_end;
-    if (\$73 ) begin
-      if (\$74 ) begin
-      end else if (\$75 ) begin
-        \$132  = \$81 ;
+    \$132  = phase_open;
+    if (\$72 ) begin
+      if (\$73 ) begin
+      end else if (\$74 ) begin
+        \$132  = start_open;
       end
     end
     if (rst) begin
-      \$132  = 1'h0;
+      \$132  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$133  = n_walk;
-    if (\$73 ) begin
-      if (\$74 ) begin
-      end else if (\$75 ) begin
+    \$133  = full;
+    if (\$72 ) begin
+      if (\$73 ) begin
+      end else if (\$74 ) begin
+        \$133  = \$78 ;
+      end
+    end
+    if (rst) begin
+      \$133  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$134  = seq_first;
+    if (\$72 ) begin
+      if (\$73 ) begin
+      end else if (\$74 ) begin
+        \$134  = \$79 ;
+      end
+    end
+    if (rst) begin
+      \$134  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$135  = seq_end;
+    if (\$72 ) begin
+      if (\$73 ) begin
+      end else if (\$74 ) begin
+        \$135  = \$80 ;
+      end
+    end
+    if (rst) begin
+      \$135  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$136  = n_walk;
+    if (\$72 ) begin
+      if (\$73 ) begin
+      end else if (\$74 ) begin
         (* full_case = 32'd1 *)
-        if (\$82 ) begin
-          \$133  = 3'h4;
-        end else if (\$83 ) begin
-          \$133  = 3'h1;
+        if (\$81 ) begin
+          \$136  = 3'h4;
+        end else if (\$82 ) begin
+          \$136  = 3'h1;
         end else begin
-          \$133  = \port__data$62 [2:0];
+          \$136  = \port__data$69 [2:0];
         end
       end
     end
     if (rst) begin
-      \$133  = 3'h0;
+      \$136  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$134  = group;
-    if (\$73 ) begin
-      if (\$74 ) begin
-      end else if (\$75 ) begin
+    \$137  = group;
+    if (\$72 ) begin
+      if (\$73 ) begin
+      end else if (\$74 ) begin
         (* full_case = 32'd1 *)
-        if (\$82 ) begin
-          \$134  = 2'h0;
-        end else if (\$83 ) begin
-          \$134  = 2'h3;
+        if (\$81 ) begin
+          \$137  = 2'h0;
+        end else if (\$82 ) begin
+          \$137  = 2'h3;
         end else begin
-          \$134  = \port__data$64 [1:0];
+          \$137  = \port__data$70 [1:0];
         end
       end
     end
     if (issue) begin
-      if (\$97 ) begin
-        \$134  = \$100 [1:0];
+      if (\$95 ) begin
+        \$137  = \$98 [1:0];
       end
     end
     if (rst) begin
-      \$134  = 2'h0;
+      \$137  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$135  = base;
-    if (\$73 ) begin
-      if (\$74 ) begin
-      end else if (\$75 ) begin
-        (* full_case = 32'd1 *)
-        if (\$82 ) begin
-          \$135  = 6'h00;
-        end else if (\$83 ) begin
-          \$135  = 6'h24;
-        end else begin
-          \$135  = \$84 [5:0];
-        end
-      end
-    end
-    if (issue) begin
-      if (\$97 ) begin
-        \$135  = \$103 [5:0];
-      end
-    end
-    if (rst) begin
-      \$135  = 6'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$136  = layer0_busy_cycles;
+    \$138  = layer0_busy_cycles;
     (* full_case = 32'd1 *)
-    if (\$73 ) begin
+    if (\$72 ) begin
     end else begin
-      \$136  = \$85 [31:0];
-    end
-    if (rst) begin
-      \$136  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$137  = layer0_stall_cycles;
-    (* full_case = 32'd1 *)
-    if (\$73 ) begin
-    end else begin
-      if (\$86 ) begin
-        \$137  = \$87 [31:0];
-      end
-    end
-    if (rst) begin
-      \$137  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$138  = layer0_su_open_reads;
-    if (\$90 ) begin
-      \$138  = \$91 [31:0];
+      \$138  = \$83 [31:0];
     end
     if (rst) begin
       \$138  = 32'd0;
@@ -4400,44 +4396,96 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$139  = rbank;
-    if (issue) begin
-      if (\$97 ) begin
-        if (step_last) begin
-          \$139  = \$104 ;
-        end
+    \$139  = layer0_stall_cycles;
+    (* full_case = 32'd1 *)
+    if (\$72 ) begin
+    end else begin
+      if (\$84 ) begin
+        \$139  = \$85 [31:0];
       end
     end
     if (rst) begin
-      \$139  = 1'h0;
+      \$139  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$140  = next_phase;
-    if (issue) begin
-      if (\$97 ) begin
-        if (step_last) begin
-          \$140  = \$106 [2:0];
-        end
-      end
+    \$140  = layer0_su_open_reads;
+    if (\$88 ) begin
+      \$140  = \$89 [31:0];
     end
     if (rst) begin
-      \$140  = 3'h0;
+      \$140  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$141  = layer0_steps;
+    \$141  = rbank;
     if (issue) begin
-      if (\$97 ) begin
+      if (\$95 ) begin
         if (step_last) begin
-          \$141  = \$107 [31:0];
+          \$141  = \$99 ;
         end
       end
     end
     if (rst) begin
-      \$141  = 32'd0;
+      \$141  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$142  = next_phase;
+    if (issue) begin
+      if (\$95 ) begin
+        if (step_last) begin
+          \$142  = \$101 [2:0];
+        end
+      end
+    end
+    if (rst) begin
+      \$142  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$143  = next_row;
+    if (issue) begin
+      if (\$95 ) begin
+        if (step_last) begin
+          \$143  = \$104 [5:0];
+        end
+      end
+    end
+    if (rst) begin
+      \$143  = 6'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$144  = next_open;
+    if (issue) begin
+      if (\$95 ) begin
+        if (step_last) begin
+          \$144  = \$107 [4:0];
+        end
+      end
+    end
+    if (rst) begin
+      \$144  = 5'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$145  = layer0_steps;
+    if (issue) begin
+      if (\$95 ) begin
+        if (step_last) begin
+          \$145  = \$108 [31:0];
+        end
+      end
+    end
+    if (rst) begin
+      \$145  = 32'd0;
     end
   end
   assign wr__data = \$6 [11:0];
@@ -4447,8 +4495,9 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   assign \port__addr$17  = config__payload[8:4];
   assign \port__en$18  = \$15 [3:0];
   assign held = \$18 [0];
-  assign \port__addr$34  = \$37 [5:0];
-  assign \port__addr$37  = \$39 [4:0];
+  assign \port__addr$37  = start_row;
+  assign \port__addr$38  = \$37 [5:0];
+  assign \port__addr$43  = \$38 [4:0];
   assign \items__payload.index  = items__payload[3:0];
   assign \items__payload.value  = items__payload[11:4];
   assign \items__payload.step_end  = items__payload[12];
@@ -4457,18 +4506,18 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   assign \config__payload.addr  = config__payload[9:4];
   assign \config__payload.elem  = config__payload[12:10];
   assign \config__payload.value  = config__payload[44:13];
-  assign \slot$43.open  = \slot$43 [3:0];
-  assign \slot$43.valid  = \slot$43 [4];
-  assign \slot$43.group  = \slot$43 [6:5];
-  assign \slot$43.base  = \slot$43 [12:7];
-  assign \slot$43.first  = \slot$43 [13];
-  assign \slot$43.last  = \slot$43 [14];
-  assign \slot$43.step_last  = \slot$43 [15];
-  assign \slot$43.seq_first  = \slot$43 [16];
-  assign \slot$43.seq_end  = \slot$43 [17];
-  assign \slot$43.empty  = \slot$43 [18];
-  assign \slot$43.index  = \slot$43 [22:19];
-  assign \slot$43.value  = \slot$43 [30:23];
+  assign \slot$49.open  = \slot$49 [3:0];
+  assign \slot$49.valid  = \slot$49 [4];
+  assign \slot$49.group  = \slot$49 [6:5];
+  assign \slot$49.base  = \slot$49 [12:7];
+  assign \slot$49.first  = \slot$49 [13];
+  assign \slot$49.last  = \slot$49 [14];
+  assign \slot$49.step_last  = \slot$49 [15];
+  assign \slot$49.seq_first  = \slot$49 [16];
+  assign \slot$49.seq_end  = \slot$49 [17];
+  assign \slot$49.empty  = \slot$49 [18];
+  assign \slot$49.index  = \slot$49 [22:19];
+  assign \slot$49.value  = \slot$49 [30:23];
   assign \meta.open  = meta[3:0];
   assign \meta.valid  = meta[4];
   assign \meta.group  = meta[6:5];
@@ -4481,22 +4530,22 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   assign \meta.empty  = meta[18];
   assign \meta.index  = meta[22:19];
   assign \meta.value  = meta[30:23];
-  assign \slot$43 [30:23] = \$52 ;
-  assign \slot$43 [22:19] = \$51 ;
-  assign \slot$43 [3:0] = meta[3:0];
-  assign \slot$43 [18] = meta[18];
-  assign \slot$43 [17] = meta[17];
-  assign \slot$43 [16] = meta[16];
-  assign \slot$43 [15] = meta[15];
-  assign \slot$43 [14] = meta[14];
-  assign \slot$43 [13] = meta[13];
-  assign \slot$43 [12:7] = meta[12:7];
-  assign \slot$43 [6:5] = meta[6:5];
-  assign \slot$43 [4] = meta[4];
-  assign opened[3] = \$43 ;
-  assign opened[2] = \$42 ;
-  assign opened[1] = \$41 ;
-  assign opened[0] = \$40 ;
+  assign \slot$49 [30:23] = \$51 ;
+  assign \slot$49 [22:19] = \$50 ;
+  assign \slot$49 [3:0] = meta[3:0];
+  assign \slot$49 [18] = meta[18];
+  assign \slot$49 [17] = meta[17];
+  assign \slot$49 [16] = meta[16];
+  assign \slot$49 [15] = meta[15];
+  assign \slot$49 [14] = meta[14];
+  assign \slot$49 [13] = meta[13];
+  assign \slot$49 [12:7] = meta[12:7];
+  assign \slot$49 [6:5] = meta[6:5];
+  assign \slot$49 [4] = meta[4];
+  assign opened[3] = \$42 ;
+  assign opened[2] = \$41 ;
+  assign opened[1] = \$40 ;
+  assign opened[0] = \$39 ;
   assign \port__data$19 [7:6] = config__payload[14:13];
   assign \port__data$19 [5:4] = config__payload[14:13];
   assign \port__data$19 [3:2] = config__payload[14:13];
@@ -4511,15 +4560,15 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   assign \$27  = \$25 ;
   assign \$30  = \$29 ;
   assign starting = \$29 ;
-  assign \$48  = \$16 ;
-  assign \$50  = \$49 ;
-  assign \$55  = wr__en;
-  assign \$67  = \$12 [0];
-  assign \$90  = \$89 ;
-  assign \$94  = last_slot;
-  assign \$97  = last_slot;
-  assign \$106 [3] = 1'h0;
-  assign \$106 [2:0] = \$105 [2:0];
+  assign \$47  = \$16 ;
+  assign \$49  = \$48 ;
+  assign \$54  = wr__en;
+  assign \$66  = \$12 [0];
+  assign \$88  = \$87 ;
+  assign \$92  = last_slot;
+  assign \$95  = last_slot;
+  assign \$101 [3] = 1'h0;
+  assign \$101 [2:0] = \$100 [2:0];
 endmodule
 
 (* generator = "Amaranth" *)
