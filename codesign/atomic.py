@@ -1,7 +1,10 @@
 """Write artifacts atomically: to a temporary sibling, then rename.
 
 A run that is interrupted leaves either the old artifact or the new one, never half a file.
-Directories are built in a temporary sibling and renamed into place the same way.
+Directories are built in a temporary sibling and renamed into place the same way. Both end with
+the permissions a plain ``open`` or ``mkdir`` would give them (``0o666`` / ``0o777`` less the
+umask), not the private ``0o600`` / ``0o700`` of :mod:`tempfile`'s files and folders, so results
+written for a group stay readable by it.
 """
 
 from __future__ import annotations
@@ -14,6 +17,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 
+def _umask() -> int:
+    """The process's umask, read once at import (``os.umask`` can only be read by setting it)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _umask()
+
+
 @contextlib.contextmanager
 def atomic_path(target: str | Path) -> Iterator[Path]:
     """Yield a temporary path next to ``target``; rename it onto ``target`` on success."""
@@ -24,6 +37,7 @@ def atomic_path(target: str | Path) -> Iterator[Path]:
     tmp_path = Path(tmp)
     try:
         yield tmp_path
+        os.chmod(tmp_path, 0o666 & ~_UMASK)
         os.replace(tmp_path, target)
     finally:
         if tmp_path.exists():
@@ -56,6 +70,7 @@ def atomic_dir(target: str | Path) -> Iterator[Path]:
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     try:
         yield tmp
+        os.chmod(tmp, 0o777 & ~_UMASK)
         if target.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old.", dir=target.parent))
             os.replace(target, old / "x")
