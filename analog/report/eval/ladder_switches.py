@@ -72,7 +72,18 @@ timing = LadderTiming(t_step=0.06, t_max=5e-3, t_c=8e-3)
 settings = {"corner": "tt", "ladder_init": "nodeset", "reltol": 1e-3, "ladder_deck": "reference"}
 part = _ladder_deck(view, x, settings, maps, [neuron], ranges, None, timing, "probe")
 h = np.asarray(part["h_analog"])[:, 0]
-print(json.dumps({"same_counts_as_cache": bool((h == ref).all()), "stages": stages}), flush=True)
+row = part["rows"][0]
+print(
+    json.dumps(
+        {
+            "same_counts_as_cache": bool((h == ref).all()),
+            "stages": stages,
+            "wrong_update_steps": row["wrong_update_steps"],
+            "count_agreement": row["count_agreement"],
+        }
+    ),
+    flush=True,
+)
 (tab,) = tables
 c, bsum = accumulators(view, x)
 c1, b1 = c[0][:, neuron], bsum[0][:, neuron]
