@@ -81,7 +81,9 @@ def test_an_unknown_ladder_deck_is_refused(tmp_path) -> None:
 
     with pytest.raises(CodesignError, match="--ladder-deck must be one of reference, fast, not 'quick'"):
         analog_eval(_cmru_bundle(tmp_path / "c"), 1, ladder_deck="quick")
-    with pytest.raises(CodesignError, match="--ladder-deck and --ladder-trim-pa apply to native CMRU"):
+    with pytest.raises(
+        CodesignError, match="--ladder-trim-pa and --ladder-overdrive-pa apply to native CMRU"
+    ):
         analog_eval(_bundle(tmp_path / "b"), 1, ladder_deck="fast")
 
 
@@ -141,3 +143,56 @@ def test_a_window_trim_narrows_only_the_pulse_windows_wide_enough() -> None:
     assert hi[2] - lo[2] < 6e-12 and np.isclose(max(trimmed.i_up), plain.i_up[0])  # resting window kept
     with pytest.raises(ValueError, match="window trims must be >= 0"):
         ladder_drive(nm, c, b, 0, trim=(-1e-12, 0.0))
+
+
+def test_an_overdrive_limit_clips_the_candidate_past_its_own_window_only() -> None:
+    """--ladder-overdrive-pa X: a candidate more than X past its step's window is pulled back to X
+    past it, on the same side (the update keeps its sign); one within X, and the thresholds, stay.
+    At the full clip a stage's neighbour followed within the pulse (sequence 61, neuron 0, step 16
+    of the JapaneseVowels CMRU: two alphas for one update)."""
+    import numpy as np
+
+    from codesign.analog.drive import ladder_drive
+    from codesign.analog.mapping import NeuronMap
+
+    nm = NeuronMap(index=0, fixed_threshold=False, b_max=100, k=1e-12, i_alpha=500e-12, alpha=1)
+    c, b = np.array([150, -150, 45, -45, 0]), np.array([40, 40, 40, 40, 40])
+    plain = ladder_drive(nm, c, b, 0, hold=True)
+    limited = ladder_drive(nm, c, b, 0, hold=True, overdrive=20e-12)
+    assert limited.i_up == plain.i_up and limited.i_down == plain.i_down and limited.t_in == plain.t_in
+    lo, hi = nm.threshold_targets(b)
+    centre = nm.input_current(np.array([0]), np.array([40]))[0]
+    pulse = {round((v - centre) / 1e-12, 6) for v in limited.i_in} - {0.0}
+    edge = round((hi[0] - centre) / 1e-12, 6)
+    # 150 and -150 units (110 pA past the edge) -> 20 pA past; 45 and -45 (5 pA past) unchanged
+    assert pulse == {edge + 20, -(edge + 20), 45.0, -45.0}
+    assert {round((v - centre) / 1e-12, 6) for v in plain.i_in} - {0.0} == {150.0, -150.0, 45.0, -45.0}
+    with pytest.raises(ValueError, match="overdrive must be > 0"):
+        ladder_drive(nm, c, b, 0, overdrive=0.0)
+
+
+def test_an_overdrive_limit_enters_the_cache_key_only_when_set(tmp_path, monkeypatch) -> None:
+    """Without --ladder-overdrive-pa the settings (and every cached sequence's key) are those of
+    the earlier runs; with it the key changes; out of range, or on a BMRU bundle, it is refused."""
+    from test_analog_eval import _bundle, _cmru_bundle
+
+    from codesign.analog import evaluate
+
+    seen = []
+
+    def gather(bundle_dir, bundle, tasks, *a):
+        seen.append(tasks[0][1])
+        raise _Captured
+
+    monkeypatch.setattr(evaluate, "_gather", gather)
+    path = _cmru_bundle(tmp_path)
+    for over in (0.0, 20.0):
+        with pytest.raises(_Captured):
+            evaluate.analog_eval(path, 1, cache=tmp_path / "cache", ladder_overdrive_pa=over)
+    assert "ladder_overdrive_pa" not in seen[0] and seen[1] == seen[0] | {"ladder_overdrive_pa": 20.0}
+    with pytest.raises(
+        CodesignError, match="--ladder-overdrive-pa must be between 0 .off. and 100 pA, not -1"
+    ):
+        evaluate.analog_eval(path, 1, ladder_overdrive_pa=-1.0)
+    with pytest.raises(CodesignError, match="apply to native CMRU ladders"):
+        evaluate.analog_eval(_bundle(tmp_path / "b"), 1, ladder_overdrive_pa=20.0)

@@ -828,6 +828,7 @@ def run_ladder_trace(
     dpi: cells.DpiParams = cells.DpiParams(),
     deck: LadderDeck | None = None,
     trim: tuple[float, float] = (0.0, 0.0),
+    overdrive: float | None = None,
 ) -> LadderTraceResult:
     """Native CMRU neurons (cmru eps 1) driven by one test sequence; stage counts vs the golden model.
 
@@ -851,6 +852,8 @@ def run_ladder_trace(
     the vectors saved; the reference deck by default). Its ramp replaces ``timing.t_ramp``.
     ``trim``: ``(up, down)`` (A) by which every step's window narrows during its pulse
     (:func:`codesign.analog.drive.ladder_drive`); neurons with fixed thresholds are not trimmed.
+    ``overdrive``: the candidate clipped to at most this far (A) past its step's window (``None``:
+    its own clip).
     The golden comparison and the margins stay on the untrimmed integers.
     """
     if init not in ("pulses", "nodeset"):
@@ -912,7 +915,15 @@ def run_ladder_trace(
         )
         pulses = int(n0_all[i]) if init == "pulses" else 0
         dr = ladder_drive(
-            nm, dc[:, i], db[:, i], pulses, timing, pre_pulses=n0, hold=init == "nodeset", trim=trim
+            nm,
+            dc[:, i],
+            db[:, i],
+            pulses,
+            timing,
+            pre_pulses=n0,
+            hold=init == "nodeset",
+            trim=trim,
+            overdrive=overdrive,
         )
         drives.append(dr)
         n = f"neuron_{i:03d}"

@@ -248,6 +248,13 @@ def analog_eval_command(
             "(a calibration of the overdrive a stage needs to switch within the pulse)"
         ),
     ] = "0,0",
+    ladder_overdrive_pa: Annotated[
+        float,
+        typer.Option(
+            help="native CMRU (eps 1): clip the candidate to at most this many pA past its step's window "
+            "(0: its own clip, up to 100 pA; at the full clip the next stage can follow within the pulse)"
+        ),
+    ] = 0.0,
     first: Annotated[
         int, typer.Option(help="index of the first test sequence run (runs can share out the test set)")
     ] = 0,
@@ -293,6 +300,7 @@ def analog_eval_command(
             ladder_deck=ladder_deck,
             first=first,
             ladder_trim_pa=_trim(ladder_trim_pa),
+            ladder_overdrive_pa=ladder_overdrive_pa,
         )
     typer.echo(
         f"{summary['bundle']} ({summary['sequences']} sequences, {corner}): analog accuracy "

@@ -145,6 +145,7 @@ def ladder_drive(
     pre_pulses: int | None = None,
     hold: bool = False,
     trim: tuple[float, float] = (0.0, 0.0),
+    overdrive: float | None = None,
 ) -> NeuronDrive:
     """Drive of one native CMRU neuron: ``n0`` set pulses (the reset state), then one frame per step.
 
@@ -166,10 +167,22 @@ def ladder_drive(
     stage needs to switch within the pulse (``C dV / overdrive``): JapaneseVowels d = 8 missed sets
     up to 2.17 pA and resets up to 3.84 pA past their thresholds, and no update ever fired inside
     the window. Windows narrower than ``up + down`` (``b = 0`` among them) are not trimmed.
+
+    ``overdrive``: a current (A) to which the candidate is clipped beyond its step's window (on the
+    input axis: at most ``overdrive`` past the threshold it crosses). A stage needs a few pA of
+    overdrive to switch within the pulse, but at the full clip (``H`` = 100 pA past the threshold
+    with per-step windows) the next stage followed within the pulse and its one-millisecond tail
+    (the candidate holds its value while the window widens): JapaneseVowels sequence 61, neuron 0,
+    step 16 added two alphas for one update. ``None``: the candidate's own clip.
     """
     c = np.asarray(c)
     b = np.asarray(b)
     i_in = nm.input_current(c, b)
+    if overdrive is not None:
+        if not overdrive > 0:
+            raise ValueError(f"overdrive must be > 0 A, not {overdrive}")
+        edge_lo, edge_hi = nm.threshold_targets(b)
+        i_in = np.clip(i_in, edge_lo - overdrive, edge_hi + overdrive)
     lo, hi = nm.threshold_currents(b)
     t_up, t_down = trim
     if t_up < 0 or t_down < 0:
