@@ -152,7 +152,7 @@ def test_bundles_it_cannot_run_are_refused(tmp_path) -> None:
         analog_eval(_cmru_bundle(tmp_path), 1, mc=2)
     with pytest.raises(
         CodesignError,
-        match="--tmax-ms, --ladder-dpi, --ladder-pulse-ms, --ladder-deck and --ladder-trim-pa apply",
+        match="--tmax-ms, --ladder-dpi, --ladder-pulse-ms, --ladder-deck, --ladder-trim-pa and --ladder-overdrive-pa apply",
     ):
         analog_eval(_bundle(tmp_path / "t"), 1, tmax_ms=5.0)
     with pytest.raises(CodesignError, match="--ladder-dpi must be p or n, not 'x'"):
