@@ -121,3 +121,22 @@ def test_rebuilding_the_same_verilog_keeps_its_syntheses(tmp_path) -> None:
     assert (build / "synth" / "up5k" / "top.bin").read_bytes() == b"bits" and (build / "area").is_dir()
     build_rtl(BUNDLE, build, lanes=2)
     assert not (build / "synth").exists() and not (build / "area").exists()
+
+
+def test_batch_caches_the_area_proxy_too(tmp_path, fake_synth, monkeypatch) -> None:
+    """--area runs `codesign area` once per build; the batch run again reads it from the cache."""
+    from codesign.fpga import area
+
+    report = {"bundle": "parity_hsru_hw", "lanes": 1, "total_um2": 10.0, "logic_um2": 6.0}
+    report |= {"memory_um2": 4.0, "gates": 3, "flops": 2, "memory_bits": 1}
+    runs: list[str] = []
+
+    def fake_area(build, progress=None, **kwargs):
+        runs.append(Path(build).name)
+        return report
+
+    monkeypatch.setattr(area, "area_report", fake_area)
+    out = tmp_path / "fpga"
+    _, first = _batch(out, "--lanes", "1", "--area")
+    _, again = _batch(out, "--lanes", "1", "--area")
+    assert runs == ["parity_hsru_p1_up5k"] and first["area"] == again["area"] == [report]

@@ -119,34 +119,36 @@ def run_job(job: dict[str, Any], progress: Callable[[str], None] | None = None) 
             return [{"kind": "skip", **where, "reason": str(err)}]
         return [{"kind": "refused", **where, "reason": str(err)}]
     runs = Path(job["runs"])
-    records: list[dict[str, Any]] = []
     options = SynthOptions(hierarchy=job["hierarchy"])
-    for device in job["devices"]:
-        key = _key(info["verilog_sha256"], device, asdict(options))
+    # (record kind, device, key options, the run): each device's synthesis, then the area proxy
+    steps: list[tuple[str, str, dict[str, Any], Callable[[], dict]]] = [
+        (
+            "synth",
+            device,
+            asdict(options),
+            lambda d=device: synthesize(build, d, options, progress=_say(progress, d)),
+        )
+        for device in job["devices"]
+    ]
+    if job["area"]:
+        steps.append(("area", AREA_DEVICE, {}, lambda: area_report(build, progress=_say(progress, "area"))))
+    records: list[dict[str, Any]] = []
+    for kind, device, key_options, run in steps:
+        key = _key(info["verilog_sha256"], device, key_options)
         path = runs / f"{build.name}__{device}.json"
-        summary = _cached(path, key)
-        cached = summary is not None
-        if summary is None:
+        result = _cached(path, key)
+        cached = result is not None
+        if result is None:
             try:
-                say = None if progress is None else (lambda t, d=device: progress(f"  {d} {t}"))
-                summary = synthesize(build, device, options, progress=say)
+                result = run()
             except CodesignError as err:
                 records.append({"kind": "failed", **where, "device": device, "error": str(err)})
                 continue
-            write_text(path, json.dumps({"key": key, "result": summary}, indent=1) + "\n")
-        records.append({"kind": "synth", **where, "device": device, "cached": cached, "summary": summary})
-    if job["area"]:
-        key = _key(info["verilog_sha256"], AREA_DEVICE, {})
-        path = runs / f"{build.name}__{AREA_DEVICE}.json"
-        report = _cached(path, key)
-        cached = report is not None
-        if report is None:
-            try:
-                say = None if progress is None else (lambda t: progress(f"  area {t}"))
-                report = area_report(build, progress=say)
-            except CodesignError as err:
-                records.append({"kind": "failed", **where, "device": AREA_DEVICE, "error": str(err)})
-                return records
-            write_text(path, json.dumps({"key": key, "result": report}, indent=1) + "\n")
-        records.append({"kind": "area", **where, "device": AREA_DEVICE, "cached": cached, "summary": report})
+            write_text(path, json.dumps({"key": key, "result": result}, indent=1) + "\n")
+        records.append({"kind": kind, **where, "device": device, "cached": cached, "summary": result})
     return records
+
+
+def _say(progress: Callable[[str], None] | None, prefix: str) -> Callable[[str], None] | None:
+    """``progress`` with every line prefixed (``None`` stays ``None``)."""
+    return None if progress is None else (lambda text: progress(f"  {prefix} {text}"))
