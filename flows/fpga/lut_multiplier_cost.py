@@ -3,7 +3,7 @@
 Synthesises ``codesign.hw.lanes.lut_multiply`` of a ``W``-bit weight and a ``V``-bit value
 (default 4 x 8, the d = 256 CMRU's lane products) between input and output registers with the
 flow's yosys (``synth_ecp5``) and prints yosys' cell counts, so a build's LUT4 can be taken apart
-from its multipliers (flows/fpga/README.md, "P = 8 against tinyODIN")."""
+from its multipliers (docs/fpga.md, "A large network")."""
 
 from __future__ import annotations
 
