@@ -26,7 +26,7 @@ demo: setup ## run the end-to-end demo (codesign demo)
 test: setup ## run the test suite (pytest)
 	$(PY) -m pytest -q
 
-sim: setup ## RTL regression, both simulators (SIM=icarus|verilator SEED=n TESTCASE=regex; verification/README.md)
+sim: setup ## RTL regression, both simulators (SIM=icarus|verilator SEED=n TESTCASE=regex; docs/verification.md)
 	$(PY) verification/regress.py $(if $(SIM),--sims $(SIM)) $(if $(SEED),--seed $(SEED)) $(if $(TESTCASE),--filter '$(TESTCASE)')
 
 rtl: setup ## regenerate the committed Verilog of the reference bundles (rtl/)

@@ -33,7 +33,7 @@ class Product(Elaboratable):
 
 def main(weight_bits: int = 4, value_bits: int = 8) -> dict[str, int]:
     product = Product(weight_bits, value_bits)
-    # yowasp's tools see relative paths only (flows/fpga/README.md): work in the current folder
+    # yowasp's tools see relative paths only (docs/fpga.md): work in the current folder
     with tempfile.TemporaryDirectory(dir=".") as work:
         Path(work, "mul.v").write_text(
             verilog.convert(product, ports=[product.w, product.v, product.p], name="mul")
