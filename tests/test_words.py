@@ -66,11 +66,26 @@ _PATTERNS: dict[str, re.Pattern[str]] = {
 }
 
 
+_UNTRACKED_DIRS = {".git", ".venv", "build", "runs", "sim_build", "node_modules", "__pycache__"}
+
+
 def _tracked() -> list[str]:
-    out = subprocess.run(
-        ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, text=True, check=True, timeout=60
-    ).stdout
-    return [p for p in out.split("\0") if p]
+    """``git ls-files``; in a copy without git metadata, every file outside build and cache folders."""
+    try:
+        out = subprocess.run(
+            ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, text=True, check=True, timeout=60
+        ).stdout
+        return [p for p in out.split("\0") if p]
+    except (OSError, subprocess.SubprocessError):
+        return [
+            path.relative_to(ROOT).as_posix()
+            for path in ROOT.rglob("*")
+            if path.is_file()
+            and not any(
+                part in _UNTRACKED_DIRS or (part.startswith(".") and part != ".ci")
+                for part in path.relative_to(ROOT).parts[:-1]
+            )
+        ]
 
 
 def _scanned(paths: list[str]) -> list[str]:
