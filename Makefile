@@ -11,7 +11,7 @@ unexport VERILATOR_ROOT
 LINT_PATHS := $(wildcard codesign tests verification)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup demo test sim rtl analog bench fpga report lint doctor clean
+.PHONY: help setup demo test sim rtl analog bench fpga report docs lint doctor clean
 
 help: ## list the targets
 	@echo "Targets:"
@@ -26,7 +26,7 @@ demo: setup ## run the end-to-end demo (codesign demo)
 test: setup ## run the test suite (pytest)
 	$(PY) -m pytest -q
 
-sim: setup ## RTL regression, both simulators (SIM=icarus|verilator SEED=n TESTCASE=regex; verification/README.md)
+sim: setup ## RTL regression, both simulators (SIM=icarus|verilator SEED=n TESTCASE=regex; docs/verification.md)
 	$(PY) verification/regress.py $(if $(SIM),--sims $(SIM)) $(if $(SEED),--seed $(SEED)) $(if $(TESTCASE),--filter '$(TESTCASE)')
 
 rtl: setup ## regenerate the committed Verilog of the reference bundles (rtl/)
@@ -71,6 +71,9 @@ report: setup ## latency / energy / area report of the reference bundles in docs
 	  while read -r cmd; do echo "+ $$cmd"; $(VENV)/bin/$$cmd || echo "report: $$b: '$$cmd' failed"; done < $$out/commands.txt; \
 	done
 	$(VENV)/bin/codesign report-cells --task japanese_vowels --size 16 --out docs/reports/cells_same_size --work build/report_cells/cells_same_size
+
+docs: setup ## the documentation site with the API reference, strict (mkdocs.yml): build/site/index.html
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir build/site
 
 lint: setup ## ruff check + ruff format --check
 	$(VENV)/bin/ruff check $(LINT_PATHS)

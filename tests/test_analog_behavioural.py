@@ -96,7 +96,7 @@ def test_mismatch_aware_training_gates() -> None:
 
 
 def test_normalised_mapping_survives_an_input_gain_error_the_neuron_scale_does_not() -> None:
-    """Regression (issue 21): with one scale per neuron a 5 % input-mirror error shifts the window
+    """Regression: with one scale per neuron a 5 % input-mirror error shifts the window
     centre (0.25 nA) by 12.5 pA, more than the windows of steps with |b| well below B. Normalised
     per step, the same error is 12.5 % of |b| and moves fewer decisions."""
     b = default_agreement_bundle()

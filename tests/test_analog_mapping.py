@@ -238,7 +238,7 @@ def test_bundle_is_a_plain_value():
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_per_step_normalisation_keeps_the_gates_and_widens_the_margins(tmp_path, seed):
-    """Regression (issue 21): one scale per neuron, set by the largest |b| of the test set, left
+    """Regression: one scale per neuron, set by the largest |b| of the test set, left
     the trained JapaneseVowels neurons 4 fA per unit and step-0 margins of 0.07-0.76 pA. Normalising
     every step's window keeps every golden decision and gives each step the margin
     H ||c| - |b| + 1/2| / (|b| - 1/2) (at least the neuron scale's, or H when clipped), with the thresholds fixed at

@@ -94,7 +94,7 @@ def test_sklearn_digits_rows_and_pixels():
 
 
 def test_uea_recipe_dataset_option_selects_the_set():
-    """Regression (issue 13): ``task: {name: uea, dataset: X}`` used to be refused ('name' was shadowed)."""
+    """Regression: ``task: {name: uea, dataset: X}`` used to be refused ('name' was shadowed)."""
     from codesign.data.registry import TASKS
     from codesign.train.recipe import parse_recipe
     from codesign.train.trainer import make_recipe_task
@@ -117,7 +117,7 @@ def test_uea_recipe_dataset_option_selects_the_set():
 
 
 def test_uea_small_sets_get_a_usable_validation_split_per_seed():
-    """Regression (issue 13): 10% of a 40-series file was 4 validation series; now at least ~min_val."""
+    """Regression: 10% of a 40-series file was 4 validation series; now at least ~min_val."""
     from codesign.train.recipe import parse_recipe
     from codesign.train.trainer import make_recipe_task
 

@@ -1,5 +1,5 @@
 """Deployed equals trained: for every cell kind, the golden (= hardware) accuracy is within 1 point
-of the fake-quantized float accuracy it was trained to, at 8 and at 4 bits (issue 19)."""
+of the fake-quantized float accuracy it was trained to, at 8 and at 4 bits."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def data(tmp_path_factory) -> tuple[Path, Path]:
 
 
 KNOWN_GAPS: dict[tuple[str, int], str] = {}
-"""Kinds and widths that miss the bound today, with why (strict: a fix makes the test fail until removed)."""
+"""Kinds and widths that miss the bound, with why (strict: a fix makes the test fail until removed)."""
 
 
 @pytest.mark.slow

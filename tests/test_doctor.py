@@ -143,7 +143,8 @@ def test_hanging_binary_times_out(empty_path: Path, monkeypatch: pytest.MonkeyPa
 
 
 def test_old_verilator_is_unusable(empty_path: Path) -> None:
-    _fake_tool(empty_path, "verilator", "echo 'Verilator 5.006 2022-12-11 rev (Debian 5.006-3)'")
+    banner = "Verilator 5.006 2022-12-11 rev (Debian 5.006-3)"  # words: allow
+    _fake_tool(empty_path, "verilator", f"echo '{banner}'")
     row = _row(doctor.collect(), "verilator")
     assert row.version == "5.006"
     assert row.usable is Usable.NO

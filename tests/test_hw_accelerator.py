@@ -180,7 +180,7 @@ def test_mingru_update_multiplies_shift_add_when_hard_ones_run_out() -> None:
 
 
 def test_spoken_digits_cmru_stack_shape_matches_golden() -> None:
-    """The shape of ``models/spoken_digits_cmru_stack_hw.yaml`` (issue 19's recipe: a minGRU d = 16
+    """The shape of ``models/spoken_digits_cmru_stack_hw.yaml`` (the stacked recipe: a minGRU d = 16
     in front of a CMRU d = 16, 4-bit weights, 13 inputs, 11 classes, last-step readout at 4 bits)
     on the RTL equals the golden model, at P = 4 as `codesign rtl --lanes 4` builds it."""
     manifest = random_network_manifest(

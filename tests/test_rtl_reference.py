@@ -1,4 +1,4 @@
-"""The committed reference RTL (rtl/) is what the generator produces today (run `make rtl` if not)."""
+"""The committed reference RTL (rtl/) is what the generator produces (run `make rtl` if not)."""
 
 from pathlib import Path
 

@@ -1,4 +1,4 @@
-"""suRNN (issue 20, torch side): the fused suGRU's straight-through backward, mask-aware streaming
+"""suRNN (torch side): the fused suGRU's straight-through backward, mask-aware streaming
 inference and the update rate ``p``."""
 
 from __future__ import annotations

@@ -251,7 +251,7 @@ def test_unknown_task_option_named(tmp_path: Path) -> None:
 
 
 def test_tiny_validation_set_neither_stops_early_nor_keeps_an_early_lucky_checkpoint(tmp_path: Path) -> None:
-    """Regression (issue 13): with 4 validation sequences the first evaluations read 100%; the run used
+    """Regression: with 4 validation sequences the first evaluations read 100%; the run used
     to stop there and keep that checkpoint. Now it trains on, and among windows at 100% the one with
     the lowest validation loss (late in training) is kept, at its centre."""
     task = dict(RECIPE["task"], val_size=4)

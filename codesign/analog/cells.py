@@ -6,7 +6,7 @@ All devices are sky130 ``nfet_01v8`` / ``pfet_01v8`` (subcircuits, W/L in um und
 current, so every learned parameter is a current; bias currents are drawn from a separate supply
 ``vddb`` so that core and bias-generator power can be told apart.
 
-BMRU cell (``bmru_core``, 10 transistors; schematic in ``analog/README.md``):
+BMRU cell (``bmru_core``, 10 transistors; schematic in ``docs/analog.md``):
 
 * node ``x``: the input current ``I_in`` (into port ``in``, an nFET diode) is mirrored by an
   nFET with a cascode (gate ``vcn``) and sinks from ``x``; a pFET sources ``I_DOWN`` into ``x``; a

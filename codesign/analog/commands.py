@@ -188,7 +188,7 @@ def analog_eval_command(
         float,
         typer.Option(
             help="native CMRU (eps 1): ngspice's largest time step (ms); with --reltol 1e-3, 5 ms runs a "
-            "ladder deck about 6x faster with the same counts (analog/report/eval/README.md)"
+            "ladder deck about 6x faster with the same counts (docs/analog.md)"
         ),
     ] = 1.0,
     synapses: Annotated[

@@ -1,6 +1,6 @@
 """Map a bundle's integer neurons to the unipolar bias and input currents of the analog cells.
 
-The rules (also in ``analog/README.md``):
+The rules (also in ``docs/analog.md``):
 
 * The gate of neuron ``i`` compares ``|c|`` with ``|b|`` (candidate and threshold accumulators,
   ``docs/integer-semantics.md``). For integers that is a Schmitt trigger on ``c``: the state goes

@@ -226,7 +226,7 @@ thresholds driven every step. Scale B_i from {"calibration inputs" if calibrated
 * `mapping.csv`: per neuron: threshold mode, B, scale k (nA per accumulator unit), centre, fixed
   thresholds, alpha and its output current.
 
-Mapping rules: see `analog/README.md` in the repository (or `codesign/analog/mapping.py`).
+Mapping rules: see `docs/analog.md` in the repository (or `codesign/analog/mapping.py`).
 """
 
 

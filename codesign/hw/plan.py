@@ -707,7 +707,7 @@ cycles per group, counted by :func:`codesign.verify.cycles.cycle_floor`)."""
 NARROW_DEFAULT_TARGETS = ("up5k",)
 """Targets on which ``--narrow`` defaults to ``auto``: on the UP5K every measured build with shared
 multipliers took fewer logic cells, as many or fewer block RAMs and as high or a higher Fmax with
-its words folded, at the same cycles (``flows/fpga/README.md``, "--narrow auto by default"). The
+its words folded, at the same cycles (``docs/accelerator-targets.md``, "Folded words"). The
 one ECP5 build measured was not better everywhere (more LUT4, yosys' abc9 failing on the folded
 build; 2 MHz lower Fmax), so the ECP5 keeps ``off``; so do the generic and ASIC targets (which do
 not share multipliers: their Verilog does not change)."""

@@ -11,7 +11,7 @@
 This is the training architecture of the papers' experiments; it is deliberately separate from
 the hardware profile (:class:`codesign.nn.hardware.HardwareStack`), which is what exports to a bundle.
 
-``drop`` removes elements for ablations (which of them carry the accuracy at small sizes, issue 19):
+``drop`` removes elements for ablations (which of them carry the accuracy at small sizes):
 ``enc_mlp`` (the encoder's GLU-MLP), ``pe`` (positional encoding), ``norm`` (every LayerNorm),
 ``gate`` (the cell block's sigmoid output gate), ``mlp`` (the per-step GLU-MLP blocks), ``residual``
 (the skip paths: ``x = sub(x)``) and ``dec_mlp`` (the decoder's GLU-MLP).

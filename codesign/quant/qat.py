@@ -106,7 +106,7 @@ class ActivationGrid(nn.Module):
     grid (``docs/integer-semantics.md``); the export puts half a grid step into their biases
     (:func:`codesign.quant.stack.round_half`), so the shift rounds to nearest, and QAT rounds the
     same way here. Trained on a continuous ``alpha_t``, a bias-only alpha a few grid steps wide
-    deployed tens of percent off, and eps = 1 accumulated the error (issue 19).
+    deployed tens of percent off, and eps = 1 accumulated the error.
 
     ``frac``: a fixed grid ``2**-frac`` (the minGRU gate: ``gate_bits``). Without it the grid is
     the finest power of two on which the largest ``|a|`` of the batch fits ``bits`` -- the rule

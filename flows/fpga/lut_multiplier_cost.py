@@ -3,7 +3,7 @@
 Synthesises ``codesign.hw.lanes.lut_multiply`` of a ``W``-bit weight and a ``V``-bit value
 (default 4 x 8, the d = 256 CMRU's lane products) between input and output registers with the
 flow's yosys (``synth_ecp5``) and prints yosys' cell counts, so a build's LUT4 can be taken apart
-from its multipliers (flows/fpga/README.md, "P = 8 against tinyODIN")."""
+from its multipliers (docs/fpga.md, "A large network")."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ class Product(Elaboratable):
 
 def main(weight_bits: int = 4, value_bits: int = 8) -> dict[str, int]:
     product = Product(weight_bits, value_bits)
-    # yowasp's tools see relative paths only (flows/fpga/README.md): work in the current folder
+    # yowasp's tools see relative paths only (docs/fpga.md): work in the current folder
     with tempfile.TemporaryDirectory(dir=".") as work:
         Path(work, "mul.v").write_text(
             verilog.convert(product, ports=[product.w, product.v, product.p], name="mul")

@@ -1,4 +1,4 @@
-"""Compare two analog-eval caches of a native CMRU bundle sequence by sequence (issue 21, seventh session).
+"""Compare two analog-eval caches of a native CMRU bundle sequence by sequence.
 
 PYTHONPATH=. python analog/report/eval/compare_ladder_caches.py REFERENCE_CACHE NEW_CACHE [--json OUT]
 

@@ -1,4 +1,4 @@
-"""Time one ladder deck of a CMRU bundle under deck variants (issue 21, fifth session).
+"""Time one ladder deck of a CMRU bundle under deck variants.
 
 PYTHONPATH=. python analog/report/eval/ladder_bench.py BUNDLE SEQ NEURONS STEPS VARIANT...
 VARIANT: base, or comma-separated key=value of tmax (s), reltol, frame (s), tc (candidate pulse, s), dpi (p|n), rows.

@@ -1,4 +1,4 @@
-"""Time analog-eval's own ladder decks under deck variants against a reference cache (issue 21, seventh session).
+"""Time analog-eval's own ladder decks under deck variants against a reference cache.
 
 CACHE=runs/analog_eval/jv_cmru_d8 PYTHONPATH=. python analog/report/eval/ladder_speed.py SEQ NEURONS VARIANT...
 

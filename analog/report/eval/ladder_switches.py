@@ -1,4 +1,4 @@
-"""When did each stage of one neuron's ladder switch around one step? (issue 21, tenth session)
+"""When did each stage of one neuron's ladder switch around one step?
 
 CACHE=runs/analog_eval/jv_cmru_d8 PYTHONPATH=. python analog/report/eval/ladder_switches.py SEQ NEURON STEP [OVERDRIVE]
 
