@@ -70,10 +70,13 @@ def _local_gpu_cluster(n: int) -> Any:
     """``n`` one-thread CPU workers and one more that holds the resource ``GPU: 1``."""
     from distributed import Nanny, Scheduler, SpecCluster
 
-    options = {"nthreads": 1, "silence_logs": logging.ERROR}
+    options = {"nthreads": 1, "silence_logs": logging.ERROR, "dashboard": False, "dashboard_address": None}
     workers: dict[str, dict[str, Any]] = {f"cpu-{i}": {"cls": Nanny, "options": options} for i in range(n)}
     workers["gpu"] = {"cls": Nanny, "options": options | {"resources": GPU}}
-    scheduler = {"cls": Scheduler, "options": {"dashboard_address": None}}
+    scheduler = {
+        "cls": Scheduler,
+        "options": {"dashboard": False, "dashboard_address": ":0"},
+    }  # no port clash
     return SpecCluster(workers=workers, scheduler=scheduler, silence_logs=logging.ERROR)
 
 
