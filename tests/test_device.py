@@ -336,6 +336,47 @@ def test_local_gpu_cluster_sends_gpu_tasks_to_the_gpu_worker() -> None:
         assert on_gpu == ["gpu"] * 3
 
 
+# ------------------------------------------------------------------------------------------ GPU re-run script
+@pytest.mark.slow
+def test_gpu_rerun_script_runs_end_to_end_on_the_cpu(tmp_path: Path) -> None:
+    """``scripts/gpu/rerun.sh`` with ``RERUN_TINY=1``: probe, sized run and JSON, on the CPU."""
+    import os
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parents[1]
+    env = os.environ | {
+        "OUT": str(tmp_path / "out"),
+        "RERUN_WORK": str(tmp_path / "work"),
+        "RERUN_TINY": "1",
+        "RERUN_JOBS": "copying_sumingru",
+        "PYTHON": sys.executable,
+    }
+    proc = subprocess.run(
+        ["bash", str(repo / "scripts" / "gpu" / "rerun.sh")],
+        env=env, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    record = json.loads((tmp_path / "out" / "copying_sumingru.json").read_text())
+    assert record["device"] == "cpu" and record["tiny"] is True
+    assert record["iterations"] >= 1 and 0.0 <= record["test"] <= 1.0
+    assert "train.iterations=" in " ".join(record["overrides"])
+    summary = json.loads((tmp_path / "out" / "rerun.json").read_text())
+    assert [job["job"] for job in summary["jobs"]] == ["copying_sumingru"]
+    assert (tmp_path / "out" / "copying_sumingru_metrics.csv").is_file()
+
+    env["RERUN_JOBS"] = "nonsense"
+    proc = subprocess.run(
+        ["bash", str(repo / "scripts" / "gpu" / "rerun.sh")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 2 and "unknown jobs ['nonsense']" in proc.stderr
+
+
 # ------------------------------------------------------------------------------------------ a real GPU
 @pytest.mark.cuda
 @cuda
