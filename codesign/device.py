@@ -47,7 +47,7 @@ DEVICE_HELP = (
 )
 """The help text of every command's ``--device`` option."""
 
-_PATTERN = re.compile(r"auto|cpu|cuda(?::\d+)?")
+_PATTERN = re.compile(r"auto|cpu|cuda(?::[0-9]+)?")
 _override: ContextVar[str | None] = ContextVar("codesign_device", default=None)
 
 

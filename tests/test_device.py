@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
+from hypothesis import given
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from codesign.cli import app
@@ -78,6 +80,21 @@ def test_parse_device_refuses_garbage_naming_the_option(spec: str) -> None:
         CodesignError, match=r"^train\.device .* is not a device; use auto, cpu, cuda or cuda:N$"
     ):
         parse_device(spec, "train.device")
+
+
+@given(st.text(max_size=12))
+def test_parse_device_accepts_exactly_the_documented_spellings(text: str) -> None:
+    normal = text.strip().lower()
+    documented = normal in ("auto", "cpu", "cuda") or (
+        normal.startswith("cuda:") and normal[5:].isascii() and normal[5:].isdigit()
+    )
+    if documented:
+        assert parse_device(text) == normal
+    else:
+        with pytest.raises(
+            CodesignError, match=r"^--device .* is not a device; use auto, cpu, cuda or cuda:N$"
+        ):
+            parse_device(text)
 
 
 def test_auto_is_the_cpu_without_a_gpu(no_gpu: None) -> None:
