@@ -73,10 +73,8 @@ def _local_gpu_cluster(n: int) -> Any:
     options = {"nthreads": 1, "silence_logs": logging.ERROR, "dashboard": False, "dashboard_address": None}
     workers: dict[str, dict[str, Any]] = {f"cpu-{i}": {"cls": Nanny, "options": options} for i in range(n)}
     workers["gpu"] = {"cls": Nanny, "options": options | {"resources": GPU}}
-    scheduler = {
-        "cls": Scheduler,
-        "options": {"dashboard": False, "dashboard_address": ":0"},
-    }  # no port clash
+    # the scheduler's HTTP server on a free port: no clash with another cluster's 8787
+    scheduler = {"cls": Scheduler, "options": {"dashboard": False, "dashboard_address": ":0"}}
     return SpecCluster(workers=workers, scheduler=scheduler, silence_logs=logging.ERROR)
 
 
