@@ -16,6 +16,7 @@ import numpy as np
 import typer
 from rich.console import Console
 
+from codesign.device import DEVICE_HELP, parse_device, resolve_device, use_device
 from codesign.errors import CodesignError
 
 app = typer.Typer(
@@ -26,6 +27,7 @@ app = typer.Typer(
 )
 console = Console()
 err_console = Console(stderr=True)
+DeviceOption = Annotated[str | None, typer.Option("--device", help=DEVICE_HELP)]
 
 
 def user_errors(fn):
@@ -108,15 +110,18 @@ def train(
             "train.iterations=500); repeatable",
         ),
     ] = None,
+    device: DeviceOption = None,
 ) -> None:
     """Train a recipe; writes RUN/{recipe.yaml, best.pt, last.pt, metrics.csv, summary.json}."""
     from codesign.train import train as run_training
     from codesign.train.recipe import load_recipe
 
-    result = run_training(load_recipe(recipe, option), out, progress=not quiet)
+    with use_device(device):
+        result = run_training(load_recipe(recipe, option), out, progress=not quiet)
     rate = "" if result.update_rate is None else f", update rate p {result.update_rate:.4f}"
     console.print(
-        f"trained {result.iterations} iterations ({result.stopped}) in {result.wall_s:.1f} s: best validation "
+        f"trained {result.iterations} iterations ({result.stopped}) on {result.device} in {result.wall_s:.1f} s: "
+        "best validation "
         f"{result.metric} {result.best_val:.4f} at iteration {result.best_iteration}, "
         f"test {result.metric} {result.test:.4f}{rate} -> {out}",
         soft_wrap=True,
@@ -132,13 +137,15 @@ def quantize(
     iterations: Annotated[int, typer.Option(help="fine-tuning iterations")] = 300,
     lr: Annotated[float, typer.Option(help="fine-tuning learning rate (warmup, cosine)")] = 2e-4,
     quiet: Annotated[bool, typer.Option(help="no progress bar")] = False,
+    device: DeviceOption = None,
 ) -> None:
     """Quantization-aware fine-tuning: continue a run with fake-quantized weights; export RUN_Q after."""
     from codesign.quant.sweep import quantize_run
 
     if not lr > 0:
         raise CodesignError(f"--lr {lr}: the learning rate must be > 0")
-    result = quantize_run(run, out, bits, iterations, progress=not quiet, lr=lr)
+    with use_device(device):
+        result = quantize_run(run, out, bits, iterations, progress=not quiet, lr=lr)
     console.print(
         f"QAT {bits}-bit: {result.iterations} iterations, test {result.metric} {result.test:.4f} -> {out}",
         soft_wrap=True,
@@ -160,11 +167,13 @@ def sweep(
     out: Annotated[
         Path | None, typer.Option(help="markdown table (default models/results/quant_<recipe>.md)")
     ] = None,
+    device: DeviceOption = None,
 ) -> None:
     """Accuracy of the golden (= hardware) model against weight width, for one trained run."""
     from codesign.quant.sweep import sweep as run_sweep
     from codesign.train.trainer import load_run
 
+    parse_device(device)
     widths = parse_seeds(bits)
     if any(not 2 <= b <= 16 for b in widths):
         raise CodesignError(f"--bits {bits!r}: widths must lie in 2..16")
@@ -172,16 +181,17 @@ def sweep(
         raise CodesignError(f"--qat-lr {qat_lr}: the learning rate must be > 0")
     recipe, _, _ = load_run(run)
     target = out or Path("models/results") / f"quant_{recipe.name}.md"
-    path = run_sweep(
-        run,
-        widths,
-        qat_iterations=qat_iterations,
-        qat_lr=qat_lr,
-        qat_scratch=qat_scratch,
-        out=target,
-        work=Path(run) / "sweep",
-        console=console,
-    )
+    with use_device(device):  # the QAT runs train there; quantization and the golden model on the CPU
+        path = run_sweep(
+            run,
+            widths,
+            qat_iterations=qat_iterations,
+            qat_lr=qat_lr,
+            qat_scratch=qat_scratch,
+            out=target,
+            work=Path(run) / "sweep",
+            console=console,
+        )
     console.print(f"-> {path}")
 
 
@@ -213,6 +223,7 @@ def eval_run(
     option: Annotated[
         list[str] | None, typer.Option("--set", help="task option override KEY=VALUE (YAML)")
     ] = None,
+    device: DeviceOption = None,
 ) -> None:
     """Evaluate a run's best checkpoint on its task (optionally with changed task options)."""
     import yaml
@@ -223,7 +234,12 @@ def eval_run(
 
     if split not in ("val", "test"):
         raise CodesignError(f"--split {split!r} is not one of val, test")
+    parse_device(device)
     recipe, model, _ = load_run(run)
+    if device is not None:
+        model.to(resolve_device(device))
+    else:
+        model.to(resolve_device(recipe.train.device, "train.device"))
     options = recipe.task.run_options(recipe.seed)
     for item in option or []:
         key, sep, value = item.partition("=")
@@ -253,6 +269,7 @@ def repro(
     ),
     out: Annotated[Path, typer.Option(help="where the tables go")] = Path("models/results"),
     list_claims: Annotated[bool, typer.Option("--list", help="list the claims and exit")] = False,
+    device: DeviceOption = None,
 ) -> None:
     """Reproduce the papers' headline results at this machine's budget; writes one table per claim."""
     from codesign.repro import claims as all_claims
@@ -262,7 +279,8 @@ def repro(
         for name, claim in all_claims().items():
             console.print(f"{name}: {claim.title} ({claim.source})")
         return
-    run_repro(claims or [], seeds=parse_seeds(seeds), runs_root=runs, out_dir=out, console=console)
+    with use_device(device):
+        run_repro(claims or [], seeds=parse_seeds(seeds), runs_root=runs, out_dir=out, console=console)
 
 
 @app.command()

@@ -31,6 +31,8 @@ from rich.text import Text
 TIMEOUT_S = 30.0
 
 TORCH_PIN = "2.13.0+cpu"
+#: Where a CUDA build of torch comes from (docs/gpu.md); the CPU wheel stays the default.
+CUDA_INDEX = "https://download.pytorch.org/whl/cu128"
 #: Oldest Verilator cocotb 2.x accepts.
 VERILATOR_MIN = "5.036"
 LIBNGSPICE_PATHS = (
@@ -213,6 +215,17 @@ def _torch_cuda(version_py: Path) -> str | None:
     return None if value in (None, "None") else value.strip("'\"")
 
 
+def _cuda_device() -> str | None:
+    """The name of the first GPU a CUDA build of torch sees (``None``: none), asked in a child
+    process with a timeout, so ``doctor`` neither imports torch nor hangs on a broken driver."""
+    probe = (
+        "import torch; print('gpu=' + (torch.cuda.get_device_name(0) if torch.cuda.is_available() else ''))"
+    )
+    result = _run([sys.executable, "-c", probe])
+    name = _first(r"(?m)^gpu=(.*)$", result.output) if result.returncode == 0 else None
+    return (name.strip() or None) if name is not None else None
+
+
 def _check_package(pkg: _Pkg) -> ToolStatus:
     pip = _pip()
     fix = f"{pip} install '{pkg.requirement}'"
@@ -241,9 +254,16 @@ def _check_package(pkg: _Pkg) -> ToolStatus:
             cuda = _torch_cuda(version_py)
         except OSError as exc:
             return row(Usable.NO, f"cannot read {version_py}: {exc}", reinstall)
-        if cuda is not None or not version.endswith("+cpu"):
-            return row(Usable.NO, f"a CUDA build (cuda {cuda}); the project uses the CPU wheel", reinstall)
-        return row(Usable.YES, "CPU build")
+        if cuda is None:
+            return row(Usable.YES, "CPU build: trains on the CPU (docs/gpu.md installs a CUDA build)")
+        gpu = _cuda_device()
+        where = (
+            f"GPU {gpu}: trains there with --device auto or cuda"
+            if gpu
+            else "no GPU visible: trains on the CPU"
+        )
+        cuda_fix = f"{pip} install 'torch=={TORCH_PIN.split('+')[0]}' --index-url {CUDA_INDEX}"
+        return row(Usable.YES, f"CUDA {cuda} build; {where}", cuda_fix)
     return row(Usable.YES)
 
 

@@ -32,6 +32,8 @@ from codesign.train.trainer import (
     holds_recipe,
     load_run,
     make_recipe_task,
+    model_device,
+    run_device,
     train,
 )
 
@@ -436,7 +438,7 @@ def fmt_stats(values: list[float], scale: float) -> str:
 def _score(claim: Claim, model, task, x, y) -> float:
     if claim.metric == "mase":
         with torch.no_grad():
-            return mase(model.eval()(x), y)
+            return mase(model.eval()(x.to(model_device(model))), y)
     return evaluate(model, task, x, y)
 
 
@@ -486,11 +488,11 @@ def run_claim(claim: Claim, seeds: list[int], runs_root: Path, console: Console)
                 console.print(
                     f"  trained {claim.name} / {variant.label} / seed {seed} in {time.monotonic() - t0:.0f} s"
                 )
-            _, model, summary = load_run(run_dir)
+            _, model, summary = load_run(run_dir, run_device(recipe))  # scored where it trained
             row["train_s"] = row.get("train_s", 0.0) + float(summary.get("wall_s", 0.0))
             if variant.qat is not None:
                 recipe, run_dir = _fine_tune(recipe, run_dir, variant.qat, console)
-                _, model, summary = load_run(run_dir)
+                _, model, summary = load_run(run_dir, run_device(recipe))
                 row["train_s"] += float(summary.get("wall_s", 0.0))
             task = make_recipe_task(recipe)
             bundle = None

@@ -195,7 +195,7 @@ def test_wrong_package_version_is_unusable(monkeypatch: pytest.MonkeyPatch) -> N
     assert "amaranth==0.5.*" in row.detail
 
 
-def test_cuda_torch_is_unusable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cuda_torch_is_usable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     version_py = tmp_path / "version.py"
     version_py.write_text("__version__ = '2.13.0'\ncuda: Optional[str] = '12.8'\n")
     assert doctor._torch_cuda(version_py) == "12.8"
@@ -203,12 +203,37 @@ def test_cuda_torch_is_unusable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     assert doctor._torch_cuda(version_py) is None
 
     real = doctor._dist_version
-    monkeypatch.setattr(doctor, "_dist_version", lambda d: "2.13.0" if d == "torch" else real(d))
+    monkeypatch.setattr(doctor, "_dist_version", lambda d: "2.13.0+cu128" if d == "torch" else real(d))
     monkeypatch.setattr(doctor, "_torch_cuda", lambda path: "12.8")
+    monkeypatch.setattr(doctor, "_cuda_device", lambda: "NVIDIA H100 80GB HBM3")
     row = _row(doctor.collect(), "torch")
-    assert row.usable is Usable.NO
-    assert "CUDA" in row.detail
-    assert "--force-reinstall" in row.fix and "torch==2.13.0+cpu" in row.fix
+    assert row.usable is Usable.YES
+    assert "CUDA 12.8" in row.detail and "NVIDIA H100 80GB HBM3" in row.detail
+    assert "--index-url https://download.pytorch.org/whl/cu128" in row.fix
+
+    monkeypatch.setattr(doctor, "_cuda_device", lambda: None)
+    row = _row(doctor.collect(), "torch")
+    assert row.usable is Usable.YES
+    assert "no GPU visible" in row.detail
+
+
+def test_cpu_torch_is_usable_for_the_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = doctor._dist_version
+    monkeypatch.setattr(doctor, "_dist_version", lambda d: "2.13.0+cpu" if d == "torch" else real(d))
+    monkeypatch.setattr(doctor, "_torch_cuda", lambda path: None)
+    row = _row(doctor.collect(), "torch")
+    assert row.usable is Usable.YES
+    assert "CPU build" in row.detail
+
+
+def test_cuda_device_probe_reads_the_marker_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    out = "UserWarning: something on stderr\ngpu=NVIDIA H100 80GB HBM3\n"
+    monkeypatch.setattr(doctor, "_run", lambda argv, timeout=None: doctor._Run(0, out))
+    assert doctor._cuda_device() == "NVIDIA H100 80GB HBM3"
+    monkeypatch.setattr(doctor, "_run", lambda argv, timeout=None: doctor._Run(0, "gpu=\n"))
+    assert doctor._cuda_device() is None
+    monkeypatch.setattr(doctor, "_run", lambda argv, timeout=None: doctor._Run(None, "", "timed out"))
+    assert doctor._cuda_device() is None
 
 
 @pytest.mark.parametrize(

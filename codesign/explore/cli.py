@@ -9,6 +9,8 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from codesign.device import DEVICE_HELP
+
 
 def register(app: typer.Typer, user_errors) -> None:
     @app.command()
@@ -23,6 +25,7 @@ def register(app: typer.Typer, user_errors) -> None:
             int | None, typer.Option(help="local cluster workers, one thread each (default: cores)")
         ] = None,
         retry_failed: Annotated[bool, typer.Option(help="run recorded failed trials again")] = False,
+        device: Annotated[str | None, typer.Option("--device", help=DEVICE_HELP)] = None,
     ) -> None:
         """Design-space exploration on Dask: train, quantize, golden accuracy, hardware figures; resumable."""
         from codesign.explore.runner import explore as run_explore
@@ -32,9 +35,10 @@ def register(app: typer.Typer, user_errors) -> None:
         command += f" --scheduler {scheduler}" if scheduler else ""
         command += f" --workers {workers}" if workers else ""
         command += " --retry-failed" if retry_failed else ""
+        command += f" --device {device}" if device else ""
         result = run_explore(
             space, out, scheduler=scheduler, workers=workers, retry_failed=retry_failed, console=console,
-            command=command,
+            command=command, device=device,
         )  # fmt: skip
         console.print(
             f"{result['finished']}/{result['trials']} trials recorded ({result['failed']} failed) in "
@@ -67,6 +71,7 @@ def register(app: typer.Typer, user_errors) -> None:
             Path | None,
             typer.Option("--json", help="also write the table's rows here (OUT/table.json always)"),
         ] = None,
+        device: Annotated[str | None, typer.Option("--device", help=DEVICE_HELP)] = None,
     ) -> None:
         """Ablation ladder on Dask: train (and export) every rung x seed, one table; resumable."""
         from codesign.atomic import write_text
@@ -77,10 +82,11 @@ def register(app: typer.Typer, user_errors) -> None:
         command += f" --only {shlex.quote(only)}" if only else ""
         command += "" if train else " --no-train"
         command += f" --workers {workers}" if workers else ""
+        command += f" --device {device}" if device else ""
         names = {s.strip() for s in only.split(",") if s.strip()}
         result = run_ladder(
             ladder_file, out, only=names or None, train=train, scheduler=scheduler, workers=workers,
-            console=console, command=command,
+            console=console, command=command, device=device,
         )  # fmt: skip
         if json_out is not None:
             write_text(json_out, (Path(out) / "table.json").read_text())

@@ -178,8 +178,9 @@ def _sizes(run: Path) -> tuple[int, int]:
     return params, states
 
 
-def rung_stage(job: dict[str, Any]) -> dict[str, Any]:
-    """Train (or find) one (rung, seed), export it when the rung deploys; write and return its record."""
+def rung_stage(job: dict[str, Any], device: str | None = None) -> dict[str, Any]:
+    """Train (or find) one (rung, seed) on ``device`` (``None``: the recipe's ``train.device``),
+    export it (on the CPU) when the rung deploys; write and return its record."""
     record_path = Path(job["record"])
     if (record := read_json(record_path)) is not None and record.get("job") == _identity(job):
         return record
@@ -195,7 +196,10 @@ def rung_stage(job: dict[str, Any]) -> dict[str, Any]:
             f"rung {job['rung']!r} changed since {run} was trained; move that directory away to retrain it",
             path=run,
         )
-    summary = _train(recipe, run)
+    from codesign.device import use_device
+
+    with use_device(device):
+        summary = _train(recipe, run)
     params, states = _sizes(run)
     record: dict[str, Any] = {
         "job": _identity(job),
@@ -312,14 +316,18 @@ def run_ladder(
     workers: int | None = None,
     console: Console | None = None,
     command: str | None = None,
+    device: str | None = None,
 ) -> dict[str, Any]:
     """Run (or continue) a ladder into ``out``; writes ``table.md`` and ``table.json`` there.
 
     With ``train=False`` nothing is trained or exported: the table holds the finished jobs only.
+    ``device`` (``None``: each recipe's ``train.device``) is where the trainings run, as in
+    :func:`codesign.explore.runner.explore`.
     """
-    from codesign.explore.runner import dask_client
+    from codesign.explore.runner import GPU, dask_client, stage_device
 
     console = console or Console()
+    device, gpu = stage_device(device, scheduler)
     t0 = time.monotonic()
     ladder, base = load_ladder(ladder_file)
     root = Path(out).resolve()
@@ -342,10 +350,15 @@ def run_ladder(
             console=console, transient=True,
         )  # fmt: skip
         try:
-            with dask_client(scheduler, workers) as client, bar:
+            with dask_client(scheduler, workers, gpu) as client, bar:
                 from distributed import as_completed
 
-                futures = {client.submit(rung_stage, j, key=f"ladder-{j['record']}"): j for j in pending}
+                futures = {
+                    client.submit(
+                        rung_stage, j, device, key=f"ladder-{j['record']}", resources=GPU if gpu else None
+                    ): j
+                    for j in pending
+                }
                 task = bar.add_task("runs", total=len(futures))
                 for future in as_completed(list(futures)):
                     job = futures[future]

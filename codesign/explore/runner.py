@@ -7,6 +7,13 @@ are skipped, failed ones too unless ``retry_failed``; a failure is recorded with
 other trials go on. Nothing in a trial depends on the cluster: ``--scheduler ADDRESS`` sends the
 same functions and dicts to an existing cluster (``DIR`` must then be on a filesystem its workers
 share).
+
+Devices (``--device``, :func:`stage_device`): on a machine where the trainings go to a GPU, the
+local cluster is the usual CPU workers plus one worker holding the Dask resource ``GPU: 1``; the
+tasks that train ask for that resource, so trainings take turns on the GPU while exports, golden
+scoring and hardware figures run on the CPU workers beside it. On an existing cluster ``--device
+cuda`` asks for the same resource (start its GPU workers with ``dask worker ... --resources
+GPU=1``). On a CPU-only machine the cluster and the tasks are what they are without the option.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from codesign.atomic import write_text
+from codesign.device import parse_device, resolve_device
 from codesign.errors import CodesignError
 from codesign.explore.results import describe, write_results
 from codesign.explore.space import bundle_key, expand, load_space, run_key
@@ -40,9 +48,40 @@ from codesign.explore.trial import (
 __all__ = ["explore"]
 
 
+GPU = {"GPU": 1}
+"""The Dask worker resource of a GPU, which the tasks that train ask for when training goes there."""
+
+
+def stage_device(device: str | None, scheduler: str | None) -> tuple[str | None, bool]:
+    """(the device spec the stages train with, whether training tasks ask for :data:`GPU`).
+
+    On a local cluster the driver resolves ``device`` (its GPU is the workers' GPU), so a machine
+    without one gets ``cpu`` and no resources; an existing cluster's workers resolve it themselves
+    and only an explicit ``cuda`` asks for the resource.
+    """
+    spec = parse_device(device)
+    if scheduler is not None:
+        return (None if device is None else spec), spec.startswith("cuda")
+    resolved = resolve_device(spec)
+    return str(resolved), resolved.type == "cuda"
+
+
+def _local_gpu_cluster(n: int) -> Any:
+    """``n`` one-thread CPU workers and one more that holds the resource ``GPU: 1``."""
+    from distributed import Nanny, Scheduler, SpecCluster
+
+    options = {"nthreads": 1, "silence_logs": logging.ERROR, "dashboard": False, "dashboard_address": None}
+    workers: dict[str, dict[str, Any]] = {f"cpu-{i}": {"cls": Nanny, "options": options} for i in range(n)}
+    workers["gpu"] = {"cls": Nanny, "options": options | {"resources": GPU}}
+    # the scheduler's HTTP server on a free port: no clash with another cluster's 8787
+    scheduler = {"cls": Scheduler, "options": {"dashboard": False, "dashboard_address": ":0"}}
+    return SpecCluster(workers=workers, scheduler=scheduler, silence_logs=logging.ERROR)
+
+
 @contextlib.contextmanager
-def dask_client(scheduler: str | None, workers: int | None) -> Iterator[Any]:
-    """A client of the cluster at ``scheduler``, or of a new local one (``workers`` x 1 thread)."""
+def dask_client(scheduler: str | None, workers: int | None, gpu: bool = False) -> Iterator[Any]:
+    """A client of the cluster at ``scheduler``, or of a new local one (``workers`` x 1 thread, and
+    with ``gpu`` one worker more holding the resource ``GPU: 1``)."""
     from distributed import Client, LocalCluster
 
     if scheduler is not None:
@@ -54,6 +93,10 @@ def dask_client(scheduler: str | None, workers: int | None) -> Iterator[Any]:
             yield client
         return
     n = workers or os.cpu_count() or 1
+    if gpu:
+        with _local_gpu_cluster(n) as cluster, Client(cluster) as client:
+            yield client
+        return
     # one thread per worker process: torch does not oversubscribe (the stages also set it to 1)
     cluster = LocalCluster(
         n_workers=n,
@@ -66,18 +109,26 @@ def dask_client(scheduler: str | None, workers: int | None) -> Iterator[Any]:
         yield client
 
 
-def _submit(client, trials: list[dict[str, Any]]) -> dict[Any, dict[str, Any]]:
-    """Futures of the trials (train and bundle tasks shared through their keys)."""
+def _submit(
+    client, trials: list[dict[str, Any]], device: str | None = None, gpu: bool = False
+) -> dict[Any, dict[str, Any]]:
+    """Futures of the trials (train and bundle tasks shared through their keys); with ``gpu`` the
+    tasks that train ask for the resource :data:`GPU`."""
     runs: dict[str, Any] = {}
     bundles: dict[str, Any] = {}
     futures = {}
+    trains = GPU if gpu else None
     for trial in trials:
         recipe, root = trial["bundle"]["recipe"], trial["root"]
         rh, bh = run_key(recipe), bundle_key(trial["bundle"])
         if rh not in runs:
-            runs[rh] = client.submit(train_stage, recipe, root, key=f"train-{rh}")
+            runs[rh] = client.submit(train_stage, recipe, root, device, key=f"train-{rh}", resources=trains)
         if bh not in bundles:
-            bundles[bh] = client.submit(bundle_stage, trial["bundle"], root, runs[rh], key=f"bundle-{bh}")
+            kind = trial["bundle"]["quantization"]  # qat and scratch train again
+            bundles[bh] = client.submit(
+                bundle_stage, trial["bundle"], root, runs[rh], device, key=f"bundle-{bh}",
+                resources=trains if kind != "ptq" else None,
+            )  # fmt: skip
         futures[client.submit(trial_stage, trial, bundles[bh], key=f"trial-{trial['hash']}")] = trial
     return futures
 
@@ -105,9 +156,13 @@ def explore(
     retry_failed: bool = False,
     console: Console | None = None,
     command: str | None = None,
+    device: str | None = None,
 ) -> dict[str, Any]:
-    """Run (or continue) a space into ``out``; returns counts and the paths written."""
+    """Run (or continue) a space into ``out``; returns counts and the paths written.
+
+    ``device`` (``None``: each recipe's ``train.device``) is where the trainings run."""
     console = console or Console()
+    device, gpu = stage_device(device, scheduler)
     t0 = time.monotonic()
     space, base = load_space(space_file)
     root = Path(out).resolve()
@@ -141,11 +196,11 @@ def explore(
             transient=True,
         )
         try:
-            with dask_client(scheduler, workers) as client, bar:
+            with dask_client(scheduler, workers, gpu) as client, bar:
                 from distributed import as_completed
 
                 job = bar.add_task("trials", total=len(pending))
-                futures = _submit(client, pending)
+                futures = _submit(client, pending, device, gpu)
                 for future in as_completed(list(futures)):
                     trial = futures[future]
                     if future.status == "error":

@@ -249,6 +249,7 @@ def recipe_identity(recipe: dict[str, Any]) -> dict[str, Any]:
     """
     data = parse_recipe(recipe).model_dump(mode="json", exclude_defaults=True)
     data.pop("name", None)
+    data.get("train", {}).pop("device", None)  # where a run trains is not what it is
     return data
 
 

@@ -1,9 +1,9 @@
 """The three stages of a trial, each a plain function of configuration dicts (runs on any worker).
 
-``train_stage(recipe, root)``
+``train_stage(recipe, root, device)``
     trains the float run a trial starts from, in ``root/runs/<hash of the recipe's non-default settings>``; every trial
     with the same recipe (task, cell, d, seed ...) shares it, whatever its width or lanes.
-``bundle_stage(bundle, root, run)``
+``bundle_stage(bundle, root, run, device)``
     quantizes it: post-training (``ptq``), after QAT fine-tuning of the float run (``qat``) or from
     a run trained with fake-quantized weights from scratch (``scratch``); exports the bundle
     (torch == golden checked on the whole test set, :func:`codesign.quant.export.export_run`) into
@@ -14,7 +14,8 @@
 Every stage first looks for its own output and returns it when present, so a re-run (or a trial
 that shares a stage with a finished one) does no work twice; every output is written atomically,
 and an interrupted training resumes from its last evaluation (:func:`codesign.train.train`).
-``root`` must be visible to every worker (a shared filesystem on a remote cluster).
+``root`` must be visible to every worker (a shared filesystem on a remote cluster). ``device``
+(``None``: the recipe's ``train.device``) is where a stage trains; export and scoring stay on the CPU.
 """
 
 from __future__ import annotations
@@ -61,22 +62,27 @@ def _train(recipe, run_dir: Path) -> dict[str, Any]:
     return json.loads((run_dir / SUMMARY).read_text())
 
 
-def train_stage(recipe: dict[str, Any], root: str) -> dict[str, Any]:
+def train_stage(recipe: dict[str, Any], root: str, device: str | None = None) -> dict[str, Any]:
     """Train (or find) the float run of ``recipe``; returns its directory and summary."""
+    from codesign.device import use_device
     from codesign.train.recipe import parse_recipe
 
     _one_thread()
     run_dir = Path(root) / "runs" / run_key(recipe)
-    summary = _train(parse_recipe(recipe), run_dir)
+    with use_device(device):
+        summary = _train(parse_recipe(recipe), run_dir)
     return {"run_dir": str(run_dir), "float_accuracy": summary["test"], "train_s": summary["wall_s"]}
 
 
-def bundle_stage(bundle: dict[str, Any], root: str, run: dict[str, Any]) -> dict[str, Any]:
+def bundle_stage(
+    bundle: dict[str, Any], root: str, run: dict[str, Any], device: str | None = None
+) -> dict[str, Any]:
     """Quantize the float run ``run`` as ``bundle`` asks; export, score with the golden model."""
     h = bundle_key(bundle)
     record_path = Path(root) / "bundles" / f"{h}.json"
     if (done := read_json(record_path)) is not None:
         return done
+    from codesign.device import use_device
     from codesign.quant.export import export_run
     from codesign.quant.sweep import qat_recipe, scratch_recipe
     from codesign.train.recipe import QuantSpec, parse_recipe
@@ -89,11 +95,13 @@ def bundle_stage(bundle: dict[str, Any], root: str, run: dict[str, Any]) -> dict
     if kind == "qat":
         qat = bundle["qat"]
         qat_dir = Path(root) / "runs" / f"{h}-qat"
-        _train(qat_recipe(source, recipe, bits, qat["iterations"], qat["lr"]), qat_dir)
+        with use_device(device):
+            _train(qat_recipe(source, recipe, bits, qat["iterations"], qat["lr"]), qat_dir)
         source = qat_dir
     elif kind == "scratch":
         scratch_dir = Path(root) / "runs" / f"{h}-scratch"
-        _train(scratch_recipe(recipe, bits), scratch_dir)
+        with use_device(device):
+            _train(scratch_recipe(recipe, bits), scratch_dir)
         source = scratch_dir
     bundle_dir = Path(root) / "bundles" / h
     _, report = export_run(source, bundle_dir, QuantSpec.model_validate(bundle["quant"]))

@@ -45,8 +45,11 @@ def check_deployable(model: torch.nn.Module) -> HardwareStack:
 def bundle_from_model(
     model: torch.nn.Module, recipe: Recipe, task, quant: QuantSpec | None = None, *, name: str | None = None
 ) -> Bundle:
-    """Quantize ``model`` with ``quant`` (default: the recipe's) into an in-memory bundle."""
-    model = check_deployable(model)
+    """Quantize ``model`` with ``quant`` (default: the recipe's) into an in-memory bundle.
+
+    Moves ``model`` to the CPU first (in place): quantization, the bundle and the golden model it
+    is checked against are CPU integer arithmetic, bit-exact whatever device trained the weights."""
+    model = check_deployable(model).to("cpu")
     quant = quant or recipe.quant
     gen = torch.Generator().manual_seed(recipe.seed + 7)
     calibration, _ = task.sample(quant.calibration_sequences, gen)

@@ -12,7 +12,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from codesign.bundle.cells import CELLS
 from codesign.bundle.io import validation_message
@@ -217,6 +225,11 @@ class TrainSpec(_Strict):
     )
     max_seconds: float | None = Field(default=None, gt=0, description="wall-clock budget")
     threads: int | None = Field(default=None, ge=1)
+    device: str = Field(
+        default="auto",
+        description="where training and evaluation run: auto (a GPU when torch sees one), cpu, cuda or "
+        "cuda:N; `--device` on the command overrides it; export and the golden model stay on the CPU",
+    )
     init_from: str | None = Field(
         default=None, description="run directory whose best checkpoint starts training"
     )
@@ -225,6 +238,16 @@ class TrainSpec(_Strict):
         default="constant",
         description="anneal: eps 1 for 5%, linearly to 0 over 70%, 0 for 25% (CMRU App. D)",
     )
+
+    @field_validator("device")
+    @classmethod
+    def _known_device(cls, value: str) -> str:
+        from codesign.device import parse_device
+
+        try:
+            return parse_device(value, "train.device")
+        except CodesignError as err:
+            raise ValueError(str(err)) from None
 
 
 class InputQuant(_Strict):

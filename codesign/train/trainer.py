@@ -28,6 +28,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from codesign.atomic import atomic_path, write_text
 from codesign.data.base import IGNORE_INDEX
+from codesign.device import device_override, resolve_device
 from codesign.errors import CodesignError
 from codesign.nn.surnn import update_rate
 from codesign.train.models import annealed_eps, build_model, set_eps
@@ -51,6 +52,7 @@ class TrainResult:
     wall_s: float
     stopped: str
     update_rate: float | None = None  # selective-update models: fraction of open neuron-steps (test length)
+    device: str = "cpu"  # where it trained (its last stretch, for a resumed run)
 
     # the names the spine used, for classification runs
     @property
@@ -82,14 +84,28 @@ def loss_fn(task, output: torch.Tensor, target: torch.Tensor, label_smoothing: f
     return torch.nn.functional.mse_loss(output, target)
 
 
+def model_device(model: torch.nn.Module) -> torch.device:
+    """The device of ``model``'s parameters (the CPU for a model without any)."""
+    return next(model.parameters(), torch.empty(0)).device
+
+
+def run_device(recipe: Recipe) -> torch.device:
+    """Where ``recipe`` trains: a surrounding ``use_device`` (``--device``) or ``train.device``."""
+    override = device_override()
+    if override is not None:
+        return resolve_device(override, "--device")
+    return resolve_device(recipe.train.device, "train.device")
+
+
 @torch.no_grad()
 def evaluate(model: torch.nn.Module, task, x: torch.Tensor, y: torch.Tensor, batch: int = 256) -> float:
     """Accuracy (over labelled positions) for classification, mean absolute error for regression."""
     was_training = model.training
     model.eval()
     total, count = 0.0, 0
+    device = model_device(model)
     for i in range(0, len(x), batch):
-        out, tgt = model(x[i : i + batch]), y[i : i + batch]
+        out, tgt = model(x[i : i + batch].to(device)), y[i : i + batch].to(device)
         if task.kind == "classification":
             mask = tgt != IGNORE_INDEX
             total += (out.argmax(-1)[mask] == tgt[mask]).sum().item()
@@ -109,8 +125,10 @@ def validation_loss(
     was_training = model.training
     model.eval()
     total = 0.0
+    device = model_device(model)
     for i in range(0, len(x), batch):
-        total += loss_fn(task, model(x[i : i + batch]), y[i : i + batch]).item() * len(x[i : i + batch])
+        xb, yb = x[i : i + batch].to(device), y[i : i + batch].to(device)
+        total += loss_fn(task, model(xb), yb).item() * len(xb)
     model.train(was_training)
     return total / max(1, len(x))
 
@@ -163,18 +181,21 @@ def save_checkpoint(path: Path, payload: dict) -> None:
         torch.save(payload, tmp)
 
 
-def load_checkpoint(path: Path) -> dict:
-    """Load a checkpoint without unpickling arbitrary objects (``weights_only=True``)."""
+def load_checkpoint(path: Path, map_location: str | torch.device = "cpu") -> dict:
+    """Load a checkpoint without unpickling arbitrary objects (``weights_only=True``).
+
+    Tensors land on ``map_location`` whatever device wrote them, so a run trained on a GPU loads
+    on a CPU-only machine."""
     try:
-        return torch.load(path, map_location="cpu", weights_only=True)
+        return torch.load(path, map_location=map_location, weights_only=True)
     except Exception as err:  # torch raises many types for corrupt or unsafe files
         raise CodesignError(
             f"cannot load checkpoint ({type(err).__name__}: {str(err).splitlines()[0]})", path=path
         ) from None
 
 
-def load_run(run_dir: str | Path) -> tuple[Recipe, torch.nn.Module, dict]:
-    """Recipe, model with the best weights, and summary of a finished run."""
+def load_run(run_dir: str | Path, device: str | torch.device = "cpu") -> tuple[Recipe, torch.nn.Module, dict]:
+    """Recipe, model with the best weights (on ``device``), and summary of a finished run."""
     run_dir = Path(run_dir)
     if not (run_dir / RECIPE_FILE).is_file():
         raise CodesignError(
@@ -197,7 +218,7 @@ def load_run(run_dir: str | Path) -> tuple[Recipe, torch.nn.Module, dict]:
     if recipe.train.eps_schedule == "anneal":
         set_eps(model, 0.0)  # annealed runs keep checkpoints only once eps reached 0
     summary = json.loads((run_dir / SUMMARY).read_text()) if (run_dir / SUMMARY).is_file() else {}
-    return recipe, model, summary
+    return recipe, model.to(device), summary
 
 
 def recipe_text(recipe: Recipe) -> str:
@@ -218,7 +239,9 @@ def holds_recipe(path: Path, recipe: Recipe) -> bool:
         stored = parse_recipe(yaml.safe_load(text), path)
     except CodesignError:
         return False
-    return stored.model_dump(mode="json") == recipe.model_dump(mode="json")
+    # where a run trains is not what it is: a run continues on any device
+    same = {"train": {"device"}}
+    return stored.model_dump(mode="json", exclude=same) == recipe.model_dump(mode="json", exclude=same)
 
 
 def _prepare_run_dir(run_dir: Path, recipe: Recipe) -> bool:
@@ -238,6 +261,7 @@ def train(recipe: Recipe, run_dir: str | Path, *, progress: bool = True) -> Trai
     """Train ``recipe`` into ``run_dir`` (resuming it when it holds the same recipe)."""
     run_dir = Path(run_dir)
     spec = recipe.train
+    device = run_device(recipe)  # a device the machine lacks fails before the run directory exists
     resuming = _prepare_run_dir(run_dir, recipe)
     torch.set_num_threads(spec.threads or min(2, torch.get_num_threads()))
     torch.manual_seed(recipe.seed)
@@ -259,6 +283,7 @@ def train(recipe: Recipe, run_dir: str | Path, *, progress: bool = True) -> Trai
             q.layer.bias_bits,
             q.layer.gate_bits,
         )
+    model.to(device)  # built and initialised on the CPU: the same weights on every device
     metric = metric_name(task)
     opt = torch.optim.AdamW(
         model.parameters(), lr=spec.lr, betas=(0.9, 0.99), eps=1e-8, weight_decay=spec.weight_decay
@@ -311,6 +336,7 @@ def train(recipe: Recipe, run_dir: str | Path, *, progress: bool = True) -> Trai
             if spec.input_noise > 0:  # augmentation; silent (all-zero, e.g. padding) frames stay silent
                 noise = torch.randn(x.shape, generator=gen) * spec.input_noise
                 x = x + noise * (x != 0).any(dim=-1, keepdim=True)
+            x, y = x.to(device), y.to(device)  # drawn on the CPU: the same batches on every device
             loss = loss_fn(task, model(x), y, spec.label_smoothing)
             opt.zero_grad(set_to_none=True)
             loss.backward()
@@ -340,7 +366,8 @@ def train(recipe: Recipe, run_dir: str | Path, *, progress: bool = True) -> Trai
                 deployable = not annealing or eps == 0.0
                 if deployable:
                     entry = {"it": it, "score": score(task, value), "loss": vloss, "value": value}
-                    weights = {k: v.detach().clone() for k, v in plain_state(model).items()}  # not views
+                    # copies (not views), on the CPU: checkpoints load anywhere
+                    weights = {k: v.detach().to("cpu", copy=True) for k, v in plain_state(model).items()}
                     window = [*window, entry | {"state": weights}][-size:]
                     crit = window_criterion(window)
                     if len(window) == size and crit > best:
@@ -385,9 +412,10 @@ def train(recipe: Recipe, run_dir: str | Path, *, progress: bool = True) -> Trai
         save_checkpoint(run_dir / BEST, {"model": centre["state"], "iteration": centre["it"]})
         best_it = centre["it"]
     elif best_it < 0:  # e.g. the time budget ended an annealed run before eps reached 0
-        save_checkpoint(run_dir / BEST, {"model": plain_state(model), "iteration": it})
+        state = {k: v.detach().to("cpu", copy=True) for k, v in plain_state(model).items()}
+        save_checkpoint(run_dir / BEST, {"model": state, "iteration": it})
         best_it = it
-    _, best_model, _ = load_run(run_dir)
+    _, best_model, _ = load_run(run_dir, device)
     x_test, y_test = task.split("test", recipe.seed)
     best_val = best[0] if task.kind == "classification" else -best[0]
     result = TrainResult(
@@ -400,6 +428,7 @@ def train(recipe: Recipe, run_dir: str | Path, *, progress: bool = True) -> Trai
         time.monotonic() - t0,
         stopped,
         update_rate(best_model, x_test.shape[1]),
+        str(device),
     )
     write_text(run_dir / SUMMARY, json.dumps(asdict(result), indent=2))
     return result
