@@ -15,7 +15,7 @@ recipe, seeds, and rungs, each rung a list of ``KEY=VALUE`` overrides of the bas
 
 Unlike ``codesign explore``, whose space spans a grid of named axes, a rung can change anything a
 recipe holds (per-layer stacks, backbone elements), which is what an ablation needs. Every
-(rung, seed) is one task on the exploration's Dask cluster (:func:`codesign.explore.runner.dask_client`):
+(rung, seed) is one task on the exploration's Dask cluster (:func:`codesign.runner.dask_client`):
 it trains into ``OUT/RUNG/sSEED`` (a finished run is reused, an interrupted one resumed), exports
 deployed rungs to ``OUT/RUNG/sSEED.bundle`` and records its figures in ``OUT/RUNG/sSEED.json``, so
 a stopped ladder loses nothing finished. Every rung's recipe is validated before anything runs.
@@ -317,7 +317,7 @@ def run_ladder(
 
     With ``train=False`` nothing is trained or exported: the table holds the finished jobs only.
     """
-    from codesign.explore.runner import dask_client
+    from codesign.runner import dask_client
 
     console = console or Console()
     t0 = time.monotonic()

@@ -2,7 +2,8 @@
 
 The graph has three kinds of tasks (:mod:`codesign.explore.trial`): one ``train`` per distinct
 float run, one ``bundle`` per distinct quantized model and one ``trial`` per row of the table;
-Dask runs whatever is ready on whichever worker is free. Finished trials (``DIR/trials/<hash>.json``)
+Dask runs whatever is ready on whichever worker is free (the cluster comes from
+:func:`codesign.runner.dask_client`). Finished trials (``DIR/trials/<hash>.json``)
 are skipped, failed ones too unless ``retry_failed``; a failure is recorded with its error and the
 other trials go on. Nothing in a trial depends on the cluster: ``--scheduler ADDRESS`` sends the
 same functions and dicts to an existing cluster (``DIR`` must then be on a filesystem its workers
@@ -11,12 +12,8 @@ share).
 
 from __future__ import annotations
 
-import contextlib
-import logging
-import os
 import shlex
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +21,6 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from codesign.atomic import write_text
-from codesign.errors import CodesignError
 from codesign.explore.results import describe, write_results
 from codesign.explore.space import bundle_key, expand, load_space, run_key
 from codesign.explore.trial import (
@@ -36,34 +32,9 @@ from codesign.explore.trial import (
     trial_stage,
     write_json,
 )
+from codesign.runner import dask_client
 
 __all__ = ["explore"]
-
-
-@contextlib.contextmanager
-def dask_client(scheduler: str | None, workers: int | None) -> Iterator[Any]:
-    """A client of the cluster at ``scheduler``, or of a new local one (``workers`` x 1 thread)."""
-    from distributed import Client, LocalCluster
-
-    if scheduler is not None:
-        try:
-            client = Client(scheduler, timeout="20s")
-        except OSError as err:
-            raise CodesignError(f"--scheduler {scheduler}: cannot connect ({err})") from None
-        with client:
-            yield client
-        return
-    n = workers or os.cpu_count() or 1
-    # one thread per worker process: torch does not oversubscribe (the stages also set it to 1)
-    cluster = LocalCluster(
-        n_workers=n,
-        threads_per_worker=1,
-        processes=True,
-        dashboard_address=None,
-        silence_logs=logging.ERROR,
-    )
-    with cluster, Client(cluster) as client:
-        yield client
 
 
 def _submit(client, trials: list[dict[str, Any]]) -> dict[Any, dict[str, Any]]:
