@@ -33,7 +33,6 @@ KNOWN_LONG = {
     "codesign/quant/stack.py:quantize_stack",
     "codesign/report/figures.py:build_figures",
     "codesign/report/render.py:render_markdown",
-    "codesign/repro.py:claims",
     "codesign/report/analog.py:analog_power",
     "codesign/train/trainer.py:train",
 }
