@@ -31,8 +31,6 @@ KNOWN_LONG = {
     "codesign/hw/issue.py:IssueStage._selective_scheduler",
     "codesign/hw/pysim.py:simulate",
     "codesign/quant/stack.py:quantize_stack",
-    "codesign/report/figures.py:build_figures",
-    "codesign/report/render.py:render_markdown",
     "codesign/report/analog.py:analog_power",
     "codesign/train/trainer.py:train",
 }
