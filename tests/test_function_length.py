@@ -29,7 +29,6 @@ KNOWN_LONG = {
     "codesign/fpga/synth.py:synthesize",
     "codesign/hw/build.py:build_rtl",
     "codesign/hw/issue.py:IssueStage._selective_scheduler",
-    "codesign/hw/pysim.py:simulate",
     "codesign/quant/stack.py:quantize_stack",
     "codesign/report/analog.py:analog_power",
     "codesign/train/trainer.py:train",
