@@ -57,7 +57,7 @@ class HardwareStack(nn.Module):
         A hidden readout layer (pooled state -> ``readout_hidden`` units -> ReLU or hard tanh ->
         logits) instead of a linear readout; 0 keeps the linear one. The readout MLP adds a
         nonlinearity after pooling, the cheapest step from the deployable network toward the
-        papers' decoder (issue 19).
+        papers' decoder.
     """
 
     def __init__(
