@@ -317,7 +317,8 @@ def _trial(quantization: str, h: str) -> dict:
 
 @pytest.mark.parametrize("gpu", [False, True])
 def test_submit_asks_for_the_gpu_only_for_tasks_that_train(gpu: bool) -> None:
-    from codesign.explore.runner import GPU, _submit
+    from codesign.explore.runner import _submit
+    from codesign.runner import GPU
 
     client = _Client()
     device = "cuda" if gpu else "cpu"
@@ -343,7 +344,7 @@ def _where() -> str:
 
 def test_local_gpu_cluster_sends_gpu_tasks_to_the_gpu_worker() -> None:
     """The cluster a GPU machine gets (a CPU worker and a GPU worker): the GPU resource routes."""
-    from codesign.explore.runner import GPU, dask_client
+    from codesign.runner import GPU, dask_client
 
     with dask_client(None, 1, gpu=True) as client:
         workers = client.scheduler_info()["workers"].values()

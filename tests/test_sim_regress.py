@@ -23,6 +23,8 @@ VERIFICATION = Path(__file__).resolve().parents[1] / "verification"
 sys.path.insert(0, str(VERIFICATION))
 
 import regress  # noqa: E402
+import regress_plan  # noqa: E402
+import regress_run  # noqa: E402
 
 pytestmark = pytest.mark.sim
 
@@ -40,13 +42,13 @@ def quick_args(out: Path, **kw) -> Namespace:
 def mutant_rows(tmp_path_factory):
     """Every fault built into its quick-tier design and run under Icarus, two at a time."""
     out = tmp_path_factory.mktemp("quick")
-    designs = regress.plan_designs(quick_args(out), out)
-    mutants = regress.plan_mutants(designs, out)
+    designs = regress_plan.plan_designs(quick_args(out), out)
+    mutants = regress_plan.plan_mutants(designs, out)
     with ProcessPoolExecutor(max_workers=2) as pool:
-        built = list(pool.map(regress._build, [regress.build_args(m) for m in mutants]))
+        built = list(pool.map(regress_run._build, [regress_run.build_args(m) for m in mutants]))
     assert all(err is None for _, err in built), built
     with ThreadPoolExecutor(max_workers=2) as pool:
-        rows = list(pool.map(lambda m: regress.run_job(m, "icarus", seed=0, timeout_s=900), mutants))
+        rows = list(pool.map(lambda m: regress_run.run_job(m, "icarus", seed=0, timeout_s=900), mutants))
     return {row.design.faults[0]: row for row in rows}
 
 

@@ -128,7 +128,7 @@ class Testbench:
         self.t0 = time.perf_counter()
         self.set_gaps(self.job.gaps)
 
-    # ------------------------------------------------------------------ helpers
+    # ------------------------------------------------------------------ coverage, gaps, results
     def sample(self, point: str, value: str) -> None:
         cov.sample(point, value)
 

@@ -8,15 +8,12 @@ whatever the simulator's scheduling order.
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING
 
 import cocotb
 import numpy as np
 from cocotb.triggers import FallingEdge, ReadOnly
+from tb_context import Bench
 from tb_fields import resolve
-
-if TYPE_CHECKING:
-    from tb_bench import Testbench
 
 __all__ = ["ClockLoop", "Component", "ReadyDriver", "StreamDriver"]
 
@@ -29,7 +26,7 @@ class ClockLoop:
     triggers, whatever the number of streams and trace ports.
     """
 
-    def __init__(self, tb: Testbench) -> None:
+    def __init__(self, tb: Bench) -> None:
         self.tb = tb
         self.clk, self.rst = tb.dut.clk, tb.dut.rst
         self.components: list[Component] = []
@@ -65,7 +62,7 @@ class ClockLoop:
 class Component:
     """A driver or monitor of the :class:`ClockLoop`, with ``start()`` / ``stop()``."""
 
-    def __init__(self, tb: Testbench) -> None:
+    def __init__(self, tb: Bench) -> None:
         self.tb = tb
         self.active = False
         tb.loop.components.append(self)

@@ -9,10 +9,10 @@ scoreboard's checkers, and the counts the counters must show (:class:`Totals`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 import tb_coverage as cov
+from tb_context import Bench
 from tb_scoreboard import Mismatch, ResultBeat, TraceBeat
 
 from codesign.bundle.io import Bundle
@@ -20,9 +20,6 @@ from codesign.golden import run_golden
 from codesign.hw.plan import plan_accelerator
 from codesign.hw.selective import walk
 from codesign.verify.cycles import cycle_floor
-
-if TYPE_CHECKING:
-    from tb_bench import Testbench
 
 __all__ = ["GoldenModel", "Totals"]
 
@@ -44,7 +41,7 @@ class Totals:
 class GoldenModel:
     """Rebuilds each sequence from the beats the input monitor saw and posts the expectations."""
 
-    def __init__(self, tb: Testbench) -> None:
+    def __init__(self, tb: Bench) -> None:
         self.tb = tb
         self.bundle: Bundle | None = None
         self.plan = None

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
+from tb_context import Bench
 from tb_drivers import Component
 from tb_fields import Fields, resolve
 from tb_scoreboard import Mismatch
@@ -19,7 +20,7 @@ __all__ = ["StreamMonitor", "TraceMonitor"]
 class StreamMonitor(Component):
     """Passive: calls ``on_beat(fields)`` for every transfer (valid and ready, not in reset)."""
 
-    def __init__(self, tb, prefix: str, fields: Fields, on_beat: Callable[[dict], None]) -> None:
+    def __init__(self, tb: Bench, prefix: str, fields: Fields, on_beat: Callable[[dict], None]) -> None:
         super().__init__(tb)
         self.prefix = prefix
         self.valid = getattr(tb.dut, f"{prefix}__valid")
@@ -48,7 +49,7 @@ class StreamMonitor(Component):
 class TraceMonitor(Component):
     """Passive: calls ``on_beat(fields)`` for every cycle in which a trace port's ``valid`` is set."""
 
-    def __init__(self, tb, port: str, fields: Fields, on_beat: Callable[[dict], None]) -> None:
+    def __init__(self, tb: Bench, port: str, fields: Fields, on_beat: Callable[[dict], None]) -> None:
         super().__init__(tb)
         self.port = getattr(tb.dut, port)
         self.fields = fields

@@ -558,7 +558,7 @@ def analog_eval(
 
 def _gather(bundle_dir, bundle, tasks, cache, scheduler, workers, progress) -> list[dict]:
     """Records of ``tasks`` ``(sequence, settings)``: from the cache, or run on Dask and cached."""
-    from codesign.explore.runner import dask_client
+    from codesign.runner import dask_client
 
     keys = [_key(bundle, st, n) for n, st in tasks]
     records: list[dict | None] = [None] * len(keys)

@@ -15,7 +15,7 @@ recipe, seeds, and rungs, each rung a list of ``KEY=VALUE`` overrides of the bas
 
 Unlike ``codesign explore``, whose space spans a grid of named axes, a rung can change anything a
 recipe holds (per-layer stacks, backbone elements), which is what an ablation needs. Every
-(rung, seed) is one task on the exploration's Dask cluster (:func:`codesign.explore.runner.dask_client`):
+(rung, seed) is one task on the exploration's Dask cluster (:func:`codesign.runner.dask_client`):
 it trains into ``OUT/RUNG/sSEED`` (a finished run is reused, an interrupted one resumed), exports
 deployed rungs to ``OUT/RUNG/sSEED.bundle`` and records its figures in ``OUT/RUNG/sSEED.json``, so
 a stopped ladder loses nothing finished. Every rung's recipe is validated before anything runs.
@@ -324,7 +324,8 @@ def run_ladder(
     ``device`` (``None``: each recipe's ``train.device``) is where the trainings run, as in
     :func:`codesign.explore.runner.explore`.
     """
-    from codesign.explore.runner import GPU, dask_client, stage_device
+    from codesign.explore.runner import stage_device
+    from codesign.runner import GPU, dask_client
 
     console = console or Console()
     device, gpu = stage_device(device, scheduler)

@@ -2,7 +2,8 @@
 
 The graph has three kinds of tasks (:mod:`codesign.explore.trial`): one ``train`` per distinct
 float run, one ``bundle`` per distinct quantized model and one ``trial`` per row of the table;
-Dask runs whatever is ready on whichever worker is free. Finished trials (``DIR/trials/<hash>.json``)
+Dask runs whatever is ready on whichever worker is free (the cluster comes from
+:func:`codesign.runner.dask_client`). Finished trials (``DIR/trials/<hash>.json``)
 are skipped, failed ones too unless ``retry_failed``; a failure is recorded with its error and the
 other trials go on. Nothing in a trial depends on the cluster: ``--scheduler ADDRESS`` sends the
 same functions and dicts to an existing cluster (``DIR`` must then be on a filesystem its workers
@@ -18,12 +19,8 @@ GPU=1``). On a CPU-only machine the cluster and the tasks are what they are with
 
 from __future__ import annotations
 
-import contextlib
-import logging
-import os
 import shlex
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +29,6 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from codesign.atomic import write_text
 from codesign.device import parse_device, resolve_device
-from codesign.errors import CodesignError
 from codesign.explore.results import describe, write_results
 from codesign.explore.space import bundle_key, expand, load_space, run_key
 from codesign.explore.trial import (
@@ -44,12 +40,9 @@ from codesign.explore.trial import (
     trial_stage,
     write_json,
 )
+from codesign.runner import GPU, dask_client
 
 __all__ = ["explore"]
-
-
-GPU = {"GPU": 1}
-"""The Dask worker resource of a GPU, which the tasks that train ask for when training goes there."""
 
 
 def stage_device(device: str | None, scheduler: str | None) -> tuple[str | None, bool]:
@@ -64,49 +57,6 @@ def stage_device(device: str | None, scheduler: str | None) -> tuple[str | None,
         return (None if device is None else spec), spec.startswith("cuda")
     resolved = resolve_device(spec)
     return str(resolved), resolved.type == "cuda"
-
-
-def _local_gpu_cluster(n: int) -> Any:
-    """``n`` one-thread CPU workers and one more that holds the resource ``GPU: 1``."""
-    from distributed import Nanny, Scheduler, SpecCluster
-
-    options = {"nthreads": 1, "silence_logs": logging.ERROR, "dashboard": False, "dashboard_address": None}
-    workers: dict[str, dict[str, Any]] = {f"cpu-{i}": {"cls": Nanny, "options": options} for i in range(n)}
-    workers["gpu"] = {"cls": Nanny, "options": options | {"resources": GPU}}
-    # the scheduler's HTTP server on a free port: no clash with another cluster's 8787
-    scheduler = {"cls": Scheduler, "options": {"dashboard": False, "dashboard_address": ":0"}}
-    return SpecCluster(workers=workers, scheduler=scheduler, silence_logs=logging.ERROR)
-
-
-@contextlib.contextmanager
-def dask_client(scheduler: str | None, workers: int | None, gpu: bool = False) -> Iterator[Any]:
-    """A client of the cluster at ``scheduler``, or of a new local one (``workers`` x 1 thread, and
-    with ``gpu`` one worker more holding the resource ``GPU: 1``)."""
-    from distributed import Client, LocalCluster
-
-    if scheduler is not None:
-        try:
-            client = Client(scheduler, timeout="20s")
-        except OSError as err:
-            raise CodesignError(f"--scheduler {scheduler}: cannot connect ({err})") from None
-        with client:
-            yield client
-        return
-    n = workers or os.cpu_count() or 1
-    if gpu:
-        with _local_gpu_cluster(n) as cluster, Client(cluster) as client:
-            yield client
-        return
-    # one thread per worker process: torch does not oversubscribe (the stages also set it to 1)
-    cluster = LocalCluster(
-        n_workers=n,
-        threads_per_worker=1,
-        processes=True,
-        dashboard_address=None,
-        silence_logs=logging.ERROR,
-    )
-    with cluster, Client(cluster) as client:
-        yield client
 
 
 def _submit(

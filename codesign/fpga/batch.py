@@ -17,7 +17,7 @@ working while the generator grows; a failing synthesis is recorded and the batch
 
 Each build is one job (:mod:`codesign.fpga.batch_jobs`). With ``--workers 1`` (the default) the
 jobs run here, one after another, with every tool step shown; with more workers, or
-``--scheduler``, they run on the exploration's Dask cluster (:func:`codesign.explore.runner.dask_client`),
+``--scheduler``, they run on the exploration's Dask cluster (:func:`codesign.runner.dask_client`),
 a progress bar and one line per finished build. Finished syntheses are cached under
 ``OUT/runs/`` by the Verilog's hash, the options and the flow, so a stopped batch run again
 resumes where it stopped. The results go to ``OUT/results.md`` and ``OUT/results.json``.
@@ -120,8 +120,8 @@ def _run_on_dask(jobs: list[dict], scheduler: str | None, workers: int) -> list[
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from codesign.explore.runner import dask_client
     from codesign.fpga.batch_jobs import run_job
+    from codesign.runner import dask_client
 
     results: list[list[dict]] = [[] for _ in jobs]
     console = Console(stderr=True)

@@ -63,6 +63,75 @@ class PysimResult:
     counters: dict[str, int]
 
 
+class _Recorder:
+    """Collects what the accelerator shows, cycle by cycle: trace beats into each sequence's
+    :class:`SequenceTrace`, result beats into logits and classes."""
+
+    def __init__(self, plan, lengths: list[int]) -> None:
+        self.plan = plan
+        self.lengths = lengths
+        self.steps_seen = [[0] * len(plan.layers) for _ in lengths]
+        self.layer_seq = [0] * len(plan.layers)
+        self.traces = [
+            SequenceTrace(
+                states=[np.zeros((t, e.size), dtype=np.int64) for e in plan.layers],
+                gates=[np.zeros((t, e.size), dtype=np.int64) for e in plan.layers],
+                walked=[np.zeros((t, e.groups), dtype=bool) for e in plan.layers],
+            )
+            for t in lengths
+        ]
+        ro = plan.readout
+        self.logits = np.zeros(ro.groups * ro.lanes, dtype=np.int64)
+        self.got_logits: list[np.ndarray] = []
+        self.got_classes: list[int] = []
+
+    def trace(self, li: int, e, tr) -> None:
+        """One valid beat of layer ``li``'s trace port: a group of states and gates of one step."""
+        s = self.layer_seq[li]
+        t = self.steps_seen[s][li]
+        trace = self.traces[s]
+        lo = tr.group * e.lanes
+        for lane in range(e.lanes):
+            if lo + lane < e.size:
+                trace.states[li][t, lo + lane] = tr.state[lane]
+                trace.gates[li][t, lo + lane] = tr.gate[lane]
+        trace.walked[li][t, tr.group] = True
+        if tr.step_end:
+            # a selective layer skips groups whose neurons are all closed: they hold
+            # their state (gates of a skipped group are not reported: left 0)
+            for grp in np.flatnonzero(~trace.walked[li][t]):
+                a, b = grp * e.lanes, min((grp + 1) * e.lanes, e.size)
+                if t > 0:
+                    trace.states[li][t, a:b] = trace.states[li][t - 1, a:b]
+            self.steps_seen[s][li] += 1
+            if tr.seq_end:
+                self.layer_seq[li] += 1
+
+    def result(self, payload) -> bool:
+        """One accepted result beat; True when it completes a result (the last group)."""
+        ro = self.plan.readout
+        g = payload.group
+        for lane in range(ro.lanes):
+            self.logits[g * ro.lanes + lane] = payload.logits[lane]
+        if payload.final:
+            self.got_logits.append(self.logits[: ro.size].copy())
+            self.got_classes.append(payload.class_index)
+        return bool(payload.final)
+
+    def finish(self) -> list[SequenceTrace]:
+        """Hands the results to their sequences (one per step with per-step logits)."""
+        k = 0
+        for s, t in enumerate(self.lengths):
+            if self.plan.per_step:
+                self.traces[s].logits = np.stack(self.got_logits[k : k + t])
+                self.traces[s].classes = np.array(self.got_classes[k : k + t])
+                k += t
+            else:
+                self.traces[s].logits = self.got_logits[s]
+                self.traces[s].classes = np.array(self.got_classes[s])
+        return self.traces
+
+
 def simulate(
     bundle: Bundle,
     sequences: Sequence[np.ndarray],
@@ -105,18 +174,8 @@ def simulate(
     cfg = config_beats(bundle, plan, skip_zeros=True) if weights in ("runtime", "spram") else []
     lengths = [len(s) for s in sequences]
     n_results = sum(lengths) if plan.per_step else len(sequences)
-    steps_seen = [[0] * len(plan.layers) for _ in sequences]
-    traces = [
-        SequenceTrace(
-            states=[np.zeros((t, e.size), dtype=np.int64) for e in plan.layers],
-            gates=[np.zeros((t, e.size), dtype=np.int64) for e in plan.layers],
-            walked=[np.zeros((t, e.groups), dtype=bool) for e in plan.layers],
-        )
-        for t in lengths
-    ]
-    layer_seq = [0] * len(plan.layers)
+    record = _Recorder(plan, lengths)
     out = {"cycles": 0, "counters": {}}
-    ro = plan.readout
 
     async def testbench(ctx):
         for target, addr, elem, value in cfg:
@@ -126,9 +185,6 @@ def simulate(
         ctx.set(dut.config.valid, 0)
         beat = 0
         results_done = 0
-        logits = np.zeros(ro.groups * ro.lanes, dtype=np.int64)
-        got_logits: list[np.ndarray] = []
-        got_classes: list[int] = []
         cycle = 0
         while results_done < n_results:
             if cycle >= max_cycles:
@@ -144,48 +200,15 @@ def simulate(
             for li, e in enumerate(plan.layers):
                 tr = ctx.get(getattr(dut, f"trace_{e.index}"))
                 if tr.valid:
-                    s = layer_seq[li]
-                    t = steps_seen[s][li]
-                    lo = tr.group * e.lanes
-                    for lane in range(e.lanes):
-                        if lo + lane < e.size:
-                            traces[s].states[li][t, lo + lane] = tr.state[lane]
-                            traces[s].gates[li][t, lo + lane] = tr.gate[lane]
-                    traces[s].walked[li][t, tr.group] = True
-                    if tr.step_end:
-                        # a selective layer skips groups whose neurons are all closed: they hold
-                        # their state (gates of a skipped group are not reported: left 0)
-                        for grp in np.flatnonzero(~traces[s].walked[li][t]):
-                            a, b = grp * e.lanes, min((grp + 1) * e.lanes, e.size)
-                            if t > 0:
-                                traces[s].states[li][t, a:b] = traces[s].states[li][t - 1, a:b]
-                        steps_seen[s][li] += 1
-                        if tr.seq_end:
-                            layer_seq[li] += 1
+                    record.trace(li, e, tr)
             if offer and ctx.get(dut.inputs.ready):
                 beat += 1
             if ready and ctx.get(dut.results.valid):
-                payload = ctx.get(dut.results.payload)
-                g = payload.group
-                for lane in range(ro.lanes):
-                    logits[g * ro.lanes + lane] = payload.logits[lane]
-                if payload.final:
-                    got_logits.append(logits[: ro.size].copy())
-                    got_classes.append(payload.class_index)
-                    results_done += 1
+                results_done += record.result(ctx.get(dut.results.payload))
             await ctx.tick()
             cycle += 1
         out["cycles"] = cycle
         out["counters"] = {name: ctx.get(dut.counters[name]) for name in plan.counters}
-        k = 0
-        for s, t in enumerate(lengths):
-            if plan.per_step:
-                traces[s].logits = np.stack(got_logits[k : k + t])
-                traces[s].classes = np.array(got_classes[k : k + t])
-                k += t
-            else:
-                traces[s].logits = got_logits[s]
-                traces[s].classes = np.array(got_classes[s])
 
     sim = Simulator(dut)
     sim.add_clock(1e-8)
@@ -193,4 +216,4 @@ def simulate(
     for monitor in monitors:
         sim.add_process(monitor)
     sim.run()
-    return PysimResult(traces, out["cycles"], out["counters"])
+    return PysimResult(record.finish(), out["cycles"], out["counters"])

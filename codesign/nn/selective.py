@@ -26,6 +26,7 @@ import torch
 from torch import nn
 
 from codesign.nn.cmru import CMRU, AlphaCMRU
+from codesign.nn.hardware_cells import BinaryGatedMinGRU, HardSigmoidMinGRU, HardwareHSRU, _sat
 from codesign.nn.scan import cumulative_scan, linear_scan, xor_scan
 from codesign.nn.surnn import RhythmicGate, Surrogate
 from codesign.nn.surrogate import heaviside
@@ -119,8 +120,6 @@ def selective_forward(cell: nn.Module, x: torch.Tensor, su: torch.Tensor) -> tor
     ``su`` is ``(T, d)`` (0/1 forward). For the gated cells the selective gate multiplies the cell's
     own gate (closed: ``h_t = h_{t-1}``); for HSRU it holds the potential and masks the spike.
     """
-    from codesign.nn.hardware import BinaryGatedMinGRU, HardSigmoidMinGRU, HardwareHSRU
-
     g = _batch(su, x, cell.hidden_size)
     if isinstance(cell, CMRU):
         z, s, alpha = cell.gates(x)
@@ -146,11 +145,9 @@ def selective_forward(cell: nn.Module, x: torch.Tensor, su: torch.Tensor) -> tor
 def selective_sequential(cell: nn.Module, x: torch.Tensor, su: torch.Tensor, quant=None) -> torch.Tensor:
     """Step-by-step output of any hardware cell with selective update ``su`` ``(T, d)``.
 
-    With the :class:`~codesign.nn.hardware.LayerQuant` of a bundle this is the golden model's
+    With the :class:`~codesign.nn.hardware_cells.LayerQuant` of a bundle this is the golden model's
     rule: the cell's own rule where ``su`` is 1, the state kept exactly where it is 0.
     """
-    from codesign.nn.hardware import BinaryGatedMinGRU, HardSigmoidMinGRU, HardwareHSRU, _sat
-
     open_ = su != 0
     h = x.new_zeros(x.shape[0], cell.hidden_size)
     out = []

@@ -81,6 +81,138 @@ def _energy(plan: dict, run: dict, steps_per_inference: float, step_rate: float,
     }
 
 
+SWEEP_COLUMNS = (
+    "lanes",
+    "cycles_per_step",
+    "steady_cycles_per_step",
+    "memory_bits",
+    "multipliers",
+    "dynamic_uj_per_inference",
+)
+"""What the lanes sweep reports of each run (``figures["sweep"]``)."""
+
+ASIC_KEYS = ("total_um2", "logic_um2", "memory_um2", "memory_model", "gates", "flops", "transistors_logic")
+"""What the area section quotes of ``codesign area``'s JSON."""
+
+
+def _clock(synth: list[dict], clock_mhz: float | None) -> dict:
+    """The clock the latency is quoted at: stated, else the lowest synthesised Fmax, else the default."""
+    fmaxes = [s for s in synth if s["status"] == "ok" and s["fmax_mhz"]]
+    if clock_mhz is not None:
+        return {"mhz": clock_mhz, "source": "stated on the command line (--clock-mhz)"}
+    if fmaxes:
+        worst = min(fmaxes, key=lambda s: s["fmax_mhz"])
+        return {
+            "mhz": worst["fmax_mhz"],
+            "source": f"Fmax of codesign synth on {worst['device']} ({worst['file']}); lowest of the synthesised devices",
+        }
+    return {
+        "mhz": DEFAULT_CLOCK_MHZ,
+        "source": f"stated clock {DEFAULT_CLOCK_MHZ:g} MHz (no synth summary in BUILD)",
+    }
+
+
+def _lane_sweep(
+    bundle,
+    seqs: list,
+    lanes: list[int],
+    info: dict,
+    steps_per_inference: float,
+    step_rate: float,
+    leak_uw: float,
+    say: Callable[[str], None],
+) -> list[dict]:
+    """One simulated run per lane count: cycles, memory, multipliers and energy (leakage: built P only)."""
+    from codesign.hw.build import plan_summary
+    from codesign.hw.plan import plan_accelerator
+
+    p0 = int(info["lanes"])
+    sweep = []
+    for p in lanes:
+        say(f"simulating P = {p} on {len(seqs)} sequences x {len(seqs[0])} steps")
+        run = measure(bundle, seqs, p)
+        plan = plan_summary(plan_accelerator(bundle.manifest, p)) if p != p0 else info["plan"]
+        energy = _energy(plan, run, steps_per_inference, step_rate, leak_uw if p == p0 else 0.0)
+        sweep.append(
+            {
+                **run,
+                "memory_bits": sum(m["bits"] for m in plan["memories"]),
+                "multipliers": sum(e["lanes"] * len(e["matrices"]) for e in plan["engines"]),
+                "dynamic_uj_per_inference": energy["dynamic_uj_per_inference"],
+                "energy": energy,
+            }
+        )
+    return sweep
+
+
+def _latency(main: dict, clock: dict, step_rate: float, synth: list[dict]) -> dict:
+    """Cycles per step of the built design, in time at ``clock``, against the step period."""
+    cps = main["cycles_per_step"]
+    time_step_us = cps / clock["mhz"]
+    period_us = 1e6 / step_rate
+    return {
+        "cycles_per_step": cps,
+        "steady_cycles_per_step": main["steady_cycles_per_step"],
+        "busy_cycles_per_step": main["busy_cycles_per_step"],
+        "clock_mhz": clock["mhz"],
+        "clock_source": clock["source"],
+        "time_per_step_us": time_step_us,
+        "step_rate_hz": step_rate,
+        "step_period_us": period_us,
+        "realtime_margin": period_us / time_step_us,
+        "min_clock_mhz_for_rate": cps * step_rate / 1e6,
+        "synth": synth,
+    }
+
+
+def _energy_section(main: dict, area: dict | None, leak_nw_per_um2: float) -> dict:
+    """The built design's energy proxy, its table and the leakage assumption."""
+    e = main["energy"]
+    synaptic_ops = sum(
+        v for k, v in main["counters"].items() if k.endswith("_macs") and k.startswith("layer")
+    )
+    return {
+        **e,
+        "table_pj": ENERGY_PJ,
+        "table_source": "Horowitz, ISSCC 2014, 45 nm (codesign.energy.ENERGY_PJ); scaling in codesign/energy.py",
+        "leak_nw_per_um2": leak_nw_per_um2 if area else None,
+        "leak_note": (
+            f"assumption: {leak_nw_per_um2:g} nW/um^2 x {area['total_um2']:.0f} um^2 (codesign area)"
+            if area
+            else "no codesign area JSON in BUILD (BUILD/area/area.json): leakage not included"
+        ),
+        "pj_per_synaptic_op": (e["energy_pj_per_step"] * main["steps"] / synaptic_ops)
+        if synaptic_ops
+        else None,
+    }
+
+
+def _area(info: dict, area: dict | None, area_path: Path, synth: list[dict]) -> dict:
+    """Memory bits from the plan, the ASIC proxy (when ``codesign area`` ran), FPGA resources."""
+    return {
+        "memory_bits_by_kind": memory_bits_by_kind(info["plan"]),
+        "memory_bits": sum(m["bits"] for m in info["plan"]["memories"]),
+        "memories": info["plan"]["memories"],
+        "asic": None if area is None else {k: area[k] for k in ASIC_KEYS if k in area},
+        "asic_source": str(area_path) if area else None,
+        "fpga": [{"device": s["device"], "part": s["part"], "resources": s["resources"]} for s in synth],
+    }
+
+
+def _dense_vs_event(info: dict, manifest, main: dict) -> dict:
+    """MACs the event-driven design ran against the dense count, events per step, update rate."""
+    measured_macs = sum(v for k, v in main["counters"].items() if k.endswith("_macs"))
+    dense = dense_macs(info, main["steps"], main["sequences"])
+    return {
+        "measured_macs_per_inference": measured_macs / main["sequences"],
+        "dense_macs_per_inference": dense / main["sequences"],
+        "ratio": measured_macs / dense if dense else None,
+        "events_per_step": sum(v for k, v in main["counters"].items() if k.endswith("_events"))
+        / main["steps"],
+        "update_rate": _update_rate(manifest, main),
+    }
+
+
 def build_figures(
     build: str | Path,
     *,
@@ -100,9 +232,6 @@ def build_figures(
     ``steps``, ...) to measure the cells in ngspice (cached in ``BUILD/report_analog``); None
     leaves the section out, with ``analog_off`` as the reason.
     """
-    from codesign.hw.build import plan_summary
-    from codesign.hw.plan import plan_accelerator
-
     say = progress or (lambda t: print(f"report: {t}", file=sys.stderr, flush=True))
     build = Path(build)
     if not (build / "build.json").is_file():
@@ -116,50 +245,12 @@ def build_figures(
     steps_per_inference = sum(len(s) for s in seqs) / len(seqs)
 
     synth = _synth_summaries(build)
-    fmaxes = [s for s in synth if s["status"] == "ok" and s["fmax_mhz"]]
-    if clock_mhz is not None:
-        clock = {"mhz": clock_mhz, "source": "stated on the command line (--clock-mhz)"}
-    elif fmaxes:
-        worst = min(fmaxes, key=lambda s: s["fmax_mhz"])
-        clock = {
-            "mhz": worst["fmax_mhz"],
-            "source": f"Fmax of codesign synth on {worst['device']} ({worst['file']}); lowest of the synthesised devices",
-        }
-    else:
-        clock = {
-            "mhz": DEFAULT_CLOCK_MHZ,
-            "source": f"stated clock {DEFAULT_CLOCK_MHZ:g} MHz (no synth summary in BUILD)",
-        }
-
+    clock = _clock(synth, clock_mhz)
     area_path = build / AREA_JSON
     area = json.loads(area_path.read_text()) if area_path.is_file() else None
     leak_uw = area["total_um2"] * leak_nw_per_um2 * 1e-3 if area else 0.0
-
-    sweep = []
-    for p in lanes:
-        say(f"simulating P = {p} on {len(seqs)} sequences x {len(seqs[0])} steps")
-        run = measure(bundle, seqs, p)
-        plan = plan_summary(plan_accelerator(bundle.manifest, p)) if p != p0 else info["plan"]
-        energy = _energy(plan, run, steps_per_inference, step_rate, leak_uw if p == p0 else 0.0)
-        sweep.append(
-            {
-                **run,
-                "memory_bits": sum(m["bits"] for m in plan["memories"]),
-                "multipliers": sum(e["lanes"] * len(e["matrices"]) for e in plan["engines"]),
-                "dynamic_uj_per_inference": energy["dynamic_uj_per_inference"],
-                "energy": energy,
-            }
-        )
+    sweep = _lane_sweep(bundle, seqs, lanes, info, steps_per_inference, step_rate, leak_uw, say)
     main = next(r for r in sweep if r["lanes"] == p0)
-    cps = main["cycles_per_step"]
-    time_step_us = cps / clock["mhz"]
-    period_us = 1e6 / step_rate
-    measured_macs = sum(v for k, v in main["counters"].items() if k.endswith("_macs"))
-    dense = dense_macs(info, main["steps"], main["sequences"])
-    synaptic_ops = sum(
-        v for k, v in main["counters"].items() if k.endswith("_macs") and k.startswith("layer")
-    )
-    e = main["energy"]
     if analog is not None:
         say("measuring the recurrent cells in ngspice (analog path)")
         analog_section = analog_power(
@@ -180,77 +271,11 @@ def build_figures(
         "lanes": p0,
         "network": {"layers": info["layers"], "readout": info["readout"], "input": info["input"]},
         "inputs": {"source": source, "sequences": len(seqs), "steps_per_sequence": steps_per_inference},
-        "latency": {
-            "cycles_per_step": cps,
-            "steady_cycles_per_step": main["steady_cycles_per_step"],
-            "busy_cycles_per_step": main["busy_cycles_per_step"],
-            "clock_mhz": clock["mhz"],
-            "clock_source": clock["source"],
-            "time_per_step_us": time_step_us,
-            "step_rate_hz": step_rate,
-            "step_period_us": period_us,
-            "realtime_margin": period_us / time_step_us,
-            "min_clock_mhz_for_rate": cps * step_rate / 1e6,
-            "synth": synth,
-        },
-        "energy": {
-            **e,
-            "table_pj": ENERGY_PJ,
-            "table_source": "Horowitz, ISSCC 2014, 45 nm (codesign.energy.ENERGY_PJ); scaling in codesign/energy.py",
-            "leak_nw_per_um2": leak_nw_per_um2 if area else None,
-            "leak_note": (
-                f"assumption: {leak_nw_per_um2:g} nW/um^2 x {area['total_um2']:.0f} um^2 (codesign area)"
-                if area
-                else "no codesign area JSON in BUILD (BUILD/area/area.json): leakage not included"
-            ),
-            "pj_per_synaptic_op": (e["energy_pj_per_step"] * main["steps"] / synaptic_ops)
-            if synaptic_ops
-            else None,
-        },
-        "area": {
-            "memory_bits_by_kind": memory_bits_by_kind(info["plan"]),
-            "memory_bits": sum(m["bits"] for m in info["plan"]["memories"]),
-            "memories": info["plan"]["memories"],
-            "asic": None
-            if area is None
-            else {
-                k: area[k]
-                for k in (
-                    "total_um2",
-                    "logic_um2",
-                    "memory_um2",
-                    "memory_model",
-                    "gates",
-                    "flops",
-                    "transistors_logic",
-                )
-                if k in area
-            },
-            "asic_source": str(area_path) if area else None,
-            "fpga": [{"device": s["device"], "part": s["part"], "resources": s["resources"]} for s in synth],
-        },
-        "dense_vs_event": {
-            "measured_macs_per_inference": measured_macs / main["sequences"],
-            "dense_macs_per_inference": dense / main["sequences"],
-            "ratio": measured_macs / dense if dense else None,
-            "events_per_step": sum(v for k, v in main["counters"].items() if k.endswith("_events"))
-            / main["steps"],
-            "update_rate": _update_rate(bundle.manifest, main),
-        },
-        "sweep": [
-            {
-                k: r[k]
-                for k in (
-                    "lanes",
-                    "cycles_per_step",
-                    "steady_cycles_per_step",
-                    "memory_bits",
-                    "multipliers",
-                    "dynamic_uj_per_inference",
-                )
-            }
-            for r in sweep
-        ],
+        "latency": _latency(main, clock, step_rate, synth),
+        "energy": _energy_section(main, area, leak_nw_per_um2),
+        "area": _area(info, area, area_path, synth),
+        "dense_vs_event": _dense_vs_event(info, bundle.manifest, main),
+        "sweep": [{k: r[k] for k in SWEEP_COLUMNS} for r in sweep],
         "counters": main["counters"],
         "references": REFERENCES,
         "analog": analog_section,

@@ -116,9 +116,9 @@ def _side_by_side(report: dict) -> list[str]:
     return out
 
 
-def render_markdown(report: dict, png_name: str | None, command: str | None) -> str:
-    lat, en, ar, dv = report["latency"], report["energy"], report["area"], report["dense_vs_event"]
-    n = report["network"]
+def _latency_section(report: dict) -> list[str]:
+    """The title, the network and the latency table (with the synthesised devices, if any)."""
+    lat, n = report["latency"], report["network"]
     layers = ", ".join(
         f"{la['cell']} d={la['size']}" + (" + DCLS" if la.get("dcls") else "") for la in n["layers"]
     )
@@ -154,8 +154,14 @@ def render_markdown(report: dict, png_name: str | None, command: str | None) -> 
                 f"{r.get('lut', '-')} | {r.get('ff', '-')} | {r.get('bram', '-')} | {r.get('dsp', '-')} |"
             )
         out.append("")
+    return out
+
+
+def _energy_section(report: dict) -> list[str]:
+    """The energy proxy: per step, per inference, power, per MAC, by category and by memory."""
+    lat, en = report["latency"], report["energy"]
     dyn = en["dynamic_pj"]
-    out += [
+    return [
         "## Energy and power (proxy)",
         "",
         f"Per-operation energies: {en['table_source']}. Leakage: {en['leak_note']}.",
@@ -178,6 +184,13 @@ def render_markdown(report: dict, png_name: str | None, command: str | None) -> 
         )
         + ".",
         "",
+    ]
+
+
+def _area_section(report: dict) -> list[str]:
+    """Memory bits by kind and the ASIC proxy (when ``codesign area`` ran)."""
+    ar = report["area"]
+    out = [
         "## Area",
         "",
         "Memory bits by kind (plan.memories): "
@@ -194,7 +207,12 @@ def render_markdown(report: dict, png_name: str | None, command: str | None) -> 
         ]
     else:
         out += ["No `codesign area` JSON in the build (run `codesign area BUILD`).", ""]
-    out += [
+    return out
+
+
+def _lanes_section(report: dict, png_name: str | None) -> list[str]:
+    """The lane sweep: cycles per step against memory, multipliers and energy."""
+    out = [
         "## Lanes: cycles per step against size",
         "",
         "| P | cycles/step | steady (busiest layer) | memory bits | multipliers | dynamic nJ/inference |",
@@ -207,7 +225,13 @@ def render_markdown(report: dict, png_name: str | None, command: str | None) -> 
         )
     if png_name:
         out += ["", f"![lanes against cycles per step]({png_name})"]
-    out += [
+    return out
+
+
+def _dense_and_references(report: dict) -> list[str]:
+    """Event-driven MACs against dense, then published chips beside this design."""
+    en, dv = report["energy"], report["dense_vs_event"]
+    out = [
         "",
         "## Dense against event-driven",
         "",
@@ -234,9 +258,13 @@ def render_markdown(report: dict, png_name: str | None, command: str | None) -> 
         f"{_f(en['pj_per_mac_dynamic'])} pJ per MAC without it (leakage dominates at a low step rate).",
         "",
     ]
-    out += _side_by_side(report)
+    return out
+
+
+def _limits_section(report: dict) -> list[str]:
+    """What the figures leave out (and whether the analog power is beside them)."""
     an = report.get("analog") or {}
-    out += [
+    return [
         "## Not in these figures",
         "",
         "Energy is a 45 nm per-operation proxy, not a power simulation: control, clock tree, I/O and "
@@ -249,6 +277,19 @@ def render_markdown(report: dict, png_name: str | None, command: str | None) -> 
             + (f"{an['status']}: {an['reason']}." if an else "not measured.")
         ),
     ]
+
+
+def render_markdown(report: dict, png_name: str | None, command: str | None) -> str:
+    """The report as Markdown, section by section (the figures come from :func:`build_figures`)."""
+    out = (
+        _latency_section(report)
+        + _energy_section(report)
+        + _area_section(report)
+        + _lanes_section(report, png_name)
+        + _dense_and_references(report)
+        + _side_by_side(report)
+        + _limits_section(report)
+    )
     if command:
         out += ["", "Made by:", "", "```", command, "```"]
     return "\n".join(out) + "\n"
