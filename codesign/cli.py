@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 import json
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -47,6 +46,15 @@ def _register_analog() -> None:
 
 
 _register_analog()
+
+
+def _register_flow() -> None:
+    from codesign.flow.commands import register
+
+    register(app, user_errors)
+
+
+_register_flow()
 
 
 def _register_fpga() -> None:
@@ -769,28 +777,12 @@ def sim(
         raise typer.Exit(1)
 
 
-@app.command()
-@user_errors
-def demo(
-    out: Annotated[Path, typer.Option("--out", help="where the demo's run, bundle and build go")] = Path(
-        "runs/demo"
-    ),
-    recipe: Annotated[Path, typer.Option(help="recipe to train")] = Path("models/copy_first_cmru.yaml"),
-    sequences: Annotated[int, typer.Option(help="test sequences simulated in the RTL")] = 200,
-    lanes: Annotated[int, typer.Option(help="parallel lanes P")] = 4,
-) -> None:
-    """Train the default recipe, export, generate Verilog, simulate under Icarus, report."""
-    from codesign.demo import run_demo
-
-    sys.exit(run_demo(out, recipe, sequences=sequences, lanes=lanes, console=console))
-
-
 if __name__ == "__main__":
     app()
 
 
 FLOW: dict[str, tuple[str, ...]] = {
-    "Start here": ("doctor", "demo"),
+    "Start here": ("doctor", "demo", "flow"),
     "Model": ("spoken-digits", "train", "eval", "quantize", "sweep", "export", "inspect", "repro"),
     "Hardware": ("rtl", "synth", "area", "analog"),
     "Verification": ("sim", "golden", "random-bundle", "bench", "analog-check", "analog-eval"),
