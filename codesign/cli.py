@@ -747,13 +747,24 @@ def sim(
     ] = None,
     gaps: Annotated[bool, typer.Option(help="random valid gaps and back-pressure on every stream")] = True,
     timeout: Annotated[float, typer.Option(help="seconds before the simulator is killed")] = 1800,
+    netlist: Annotated[
+        str | None,
+        typer.Option(
+            help="simulate the accelerator as yosys maps it for this chip (up5k, hx8k, ecp5-25k, ecp5-85k): "
+            "block RAM, SPRAM, DSP and LUT primitives with yosys' cell models, in BUILD/netlist/DEVICE/"
+        ),
+    ] = None,
 ) -> None:
-    """Simulate the RTL with cocotb and compare it with the golden model bit by bit."""
+    """Simulate the RTL (or the chip's netlist) with cocotb and compare it with the golden model bit by bit."""
     from codesign.atomic import write_text
     from codesign.verify.runner import run_sim
 
     if simulator not in ("icarus", "verilator"):
         raise CodesignError(f"--sim {simulator!r} is not one of icarus, verilator")
+    if netlist is not None:
+        from codesign.fpga.netlist import netlist_build
+
+        build = netlist_build(build, netlist, progress=lambda line: err_console.print(f"sim: {line}"))
     if vectors is None:
         vectors = 0 if inputs is not None else 20
     report = run_sim(
