@@ -11,11 +11,11 @@ unexport VERILATOR_ROOT
 LINT_PATHS := $(wildcard codesign tests verification)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup demo test sim rtl analog bench fpga report docs lint doctor clean
+.PHONY: help setup demo test sim sim-netlist rtl analog bench fpga report docs lint doctor clean
 
 help: ## list the targets
 	@echo "Targets:"
-	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 setup: ## create .venv and install Python + Debian dependencies (scripts/bootstrap.sh)
 	@bash scripts/bootstrap.sh
@@ -28,6 +28,12 @@ test: setup ## run the test suite (pytest)
 
 sim: setup ## RTL regression, both simulators (SIM=icarus|verilator SEED=n TESTCASE=regex; docs/verification.md)
 	$(PY) verification/regress.py $(if $(SIM),--sims $(SIM)) $(if $(SEED),--seed $(SEED)) $(if $(TESTCASE),--filter '$(TESTCASE)')
+
+# The iCE40 netlist of every mapping option that changes it, simulated against golden (resumable:
+# results in build/sim_netlist/). NETLIST_ARGS, e.g. --quick, --sims icarus, --bundles a,b.
+NETLIST_ARGS ?=
+sim-netlist: setup ## the chip's own netlists (iCE40, every mapping option) against golden, both simulators (NETLIST_ARGS)
+	$(PY) -m codesign.fpga.netlist_regress $(NETLIST_ARGS)
 
 rtl: setup ## regenerate the committed Verilog of the reference bundles (rtl/)
 	$(PY) -m codesign.hw.reference
