@@ -1,0 +1,227 @@
+"""Triton kernels for the first-order scan ``h_t = a_t h_{t-1} + b_t`` on a GPU.
+
+The tensors stay in the layers' ``(batch, time, features)`` layout: one program owns one batch row
+and a block of ``BLOCK_D`` neighbouring features (contiguous in memory, so every time step is one
+coalesced row read) and walks the whole time axis in tiles of ``CHUNK`` steps. Inside a tile the
+``CHUNK`` steps are combined by ``tl.associative_scan`` with the affine operator
+``(a1, b1) . (a2, b2) = (a1 a2, a2 b1 + b2)``; the tile's last state is the carry into the next
+tile. Every element of ``a`` and ``b`` is read once and every ``h`` written once, which is the
+memory-bound floor of the scan (no chunk-summary pass, no transposes, no second read).
+
+The backward pass is the reverse scan ``G_t = grad_t + a_{t+1} G_{t+1}`` (``a`` shifted by one
+step, see :mod:`codesign.nn.scan`), walked from the last tile to the first; the same kernel
+multiplies ``G_t`` by ``h_{t-1}`` as it goes, so ``dL/da`` costs one extra read of ``h`` and one
+write instead of a separate pass.
+
+Arithmetic is float32 for float16/bfloat16/float32 inputs (results stored in the input dtype) and
+float64 for float64. ``a`` in {-1, 0, 1} with integer ``b`` stays exact, as on the CPU: products of
+such gates and sums of integers are exact in any order. Complex tensors are not handled here
+(:func:`codesign.nn.scan.scan_backend` keeps them on the torch path).
+
+``triton`` is optional: without it :func:`available` is False and nothing here is called. Under
+``TRITON_INTERPRET=1`` (set before this module is imported) the kernels run on CPU tensors in
+Triton's interpreter, which is how the tests check them on a machine without a GPU.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+import torch
+
+try:  # optional dependency: the package imports and runs without it
+    import triton
+    import triton.language as tl
+except ImportError:  # pragma: no cover - exercised where triton is absent
+    triton = None
+    tl = None
+
+__all__ = ["DTYPES", "available", "scan_backward", "scan_into", "tile", "tile_for"]
+
+DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+"""Dtypes the kernels take (real floating point)."""
+
+_TILE_OVERRIDE: tuple[int, int] | None = None
+
+
+def available() -> bool:
+    """True when triton imports (the kernels can be compiled or interpreted)."""
+    return triton is not None
+
+
+if triton is not None:
+
+    @triton.jit
+    def _affine(a1, b1, a2, b2):
+        # step 1 then step 2: h -> a2 (a1 h + b1) + b2
+        return a1 * a2, a2 * b1 + b2
+
+    @triton.jit
+    def _last_row(h, rows, CHUNK: tl.constexpr):
+        return tl.sum(tl.where(rows[:, None] == CHUNK - 1, h, 0.0), axis=0)
+
+    @triton.jit
+    def _scan_kernel(
+        a_ptr, b_ptr, h0_ptr, out_ptr, T, D,
+        s_ab, s_at, s_ad, s_bb, s_bt, s_bd, s_hb, s_hd, s_ob, s_ot, s_od,
+        HAS_A: tl.constexpr, HAS_H0: tl.constexpr, REVERSE: tl.constexpr,
+        CHUNK: tl.constexpr, BLOCK_D: tl.constexpr, F64: tl.constexpr,
+    ):  # fmt: skip
+        acc = tl.float64 if F64 else tl.float32
+        row = tl.program_id(0).to(tl.int64)
+        feats = tl.program_id(1) * BLOCK_D + tl.arange(0, BLOCK_D)
+        fmask = feats < D
+        rows = tl.arange(0, CHUNK)
+        if HAS_H0:
+            carry = tl.load(h0_ptr + row * s_hb + feats * s_hd, mask=fmask, other=0.0).to(acc)
+        else:
+            carry = tl.zeros([BLOCK_D], dtype=acc)
+        for c in range(tl.cdiv(T, CHUNK)):
+            step = c * CHUNK + rows
+            t = (T - 1 - step) if REVERSE else step
+            t = t.to(tl.int64)
+            mask = (step < T)[:, None] & fmask[None, :]
+            b = tl.load(b_ptr + row * s_bb + t[:, None] * s_bt + feats[None, :] * s_bd, mask=mask, other=0.0)
+            b = b.to(acc)
+            if HAS_A:
+                a = tl.load(
+                    a_ptr + row * s_ab + t[:, None] * s_at + feats[None, :] * s_ad, mask=mask, other=1.0
+                )
+                gain, local = tl.associative_scan((a.to(acc), b), 0, _affine)
+                h = gain * carry[None, :] + local
+            else:
+                h = tl.cumsum(b, 0) + carry[None, :]
+            out = out_ptr + row * s_ob + t[:, None] * s_ot + feats[None, :] * s_od
+            tl.store(out, h.to(out_ptr.dtype.element_ty), mask=mask)
+            carry = _last_row(h, rows, CHUNK)
+
+    @triton.jit
+    def _scan_backward_kernel(
+        a_ptr, g_ptr, h_ptr, h0_ptr, total_ptr, ga_ptr, T, D,
+        s_ab, s_at, s_ad, s_gb, s_gt, s_gd, s_hb, s_ht, s_hd, s_0b, s_0d, s_ob, s_ot, s_od,
+        HAS_H0: tl.constexpr, NEED_GA: tl.constexpr,
+        CHUNK: tl.constexpr, BLOCK_D: tl.constexpr, F64: tl.constexpr,
+    ):  # fmt: skip
+        # total_t = g_t + a_{t+1} total_{t+1}; ga_t = total_t * h_{t-1} (h_{-1} = h0 or 0).
+        # total and ga share the strides s_o*.
+        acc = tl.float64 if F64 else tl.float32
+        row = tl.program_id(0).to(tl.int64)
+        feats = tl.program_id(1) * BLOCK_D + tl.arange(0, BLOCK_D)
+        fmask = feats < D
+        rows = tl.arange(0, CHUNK)
+        if HAS_H0:
+            first = tl.load(h0_ptr + row * s_0b + feats * s_0d, mask=fmask, other=0.0).to(acc)
+        else:
+            first = tl.zeros([BLOCK_D], dtype=acc)
+        carry = tl.zeros([BLOCK_D], dtype=acc)
+        for c in range(tl.cdiv(T, CHUNK)):
+            step = c * CHUNK + rows
+            t = (T - 1 - step).to(tl.int64)
+            inside = step < T
+            mask = inside[:, None] & fmask[None, :]
+            nxt = mask & (t + 1 < T)[:, None]
+            a = tl.load(
+                a_ptr + row * s_ab + (t[:, None] + 1) * s_at + feats[None, :] * s_ad, mask=nxt, other=1.0
+            )
+            g = tl.load(g_ptr + row * s_gb + t[:, None] * s_gt + feats[None, :] * s_gd, mask=mask, other=0.0)
+            gain, local = tl.associative_scan((a.to(acc), g.to(acc)), 0, _affine)
+            total = gain * carry[None, :] + local
+            offs = row * s_ob + t[:, None] * s_ot + feats[None, :] * s_od
+            tl.store(total_ptr + offs, total.to(total_ptr.dtype.element_ty), mask=mask)
+            if NEED_GA:
+                prev = mask & (t >= 1)[:, None]
+                hp = tl.load(
+                    h_ptr + row * s_hb + (t[:, None] - 1) * s_ht + feats[None, :] * s_hd, mask=prev, other=0.0
+                )
+                hp = tl.where((t == 0)[:, None], first[None, :], hp.to(acc))
+                tl.store(ga_ptr + offs, (total * hp).to(ga_ptr.dtype.element_ty), mask=mask)
+            carry = _last_row(total, rows, CHUNK)
+
+
+@contextlib.contextmanager
+def tile(chunk: int, block_d: int) -> Iterator[None]:
+    """Use tiles of ``chunk`` steps by ``block_d`` features inside the block (benchmark sweeps)."""
+    global _TILE_OVERRIDE
+    for name, value in (("chunk", chunk), ("block_d", block_d)):
+        if value < 1 or value & (value - 1):
+            raise ValueError(f"{name} must be a power of two, got {value}")
+    before, _TILE_OVERRIDE = _TILE_OVERRIDE, (chunk, block_d)
+    try:
+        yield
+    finally:
+        _TILE_OVERRIDE = before
+
+
+def _processors(device: torch.device) -> int:
+    if device.type == "cuda":
+        return torch.cuda.get_device_properties(device).multi_processor_count
+    return 132  # the interpreter: any plausible count gives a valid tiling
+
+
+def tile_for(batch: int, width: int, device: torch.device) -> tuple[int, int]:
+    """``(CHUNK, BLOCK_D)`` for a scan of ``batch`` rows of ``width`` features.
+
+    A row of 32 float32 features is one 128-byte line; narrower blocks give more programs (the
+    walk over time is sequential per program, so the parallelism is ``batch * width / BLOCK_D``),
+    down to 16 features when fewer than two programs per multiprocessor would run. A tile of about
+    2,048 numbers per tensor keeps enough loads in flight per program.
+    """
+    if _TILE_OVERRIDE is not None:
+        return _TILE_OVERRIDE
+    block_d = min(32, triton.next_power_of_2(width))
+    while block_d > 16 and batch * triton.cdiv(width, block_d) < 2 * _processors(device):
+        block_d //= 2
+    return max(16, 2048 // block_d), block_d
+
+
+def _grid(batch: int, width: int, block_d: int) -> tuple[int, int]:
+    return batch, triton.cdiv(width, block_d)
+
+
+def _device_guard(t: torch.Tensor):
+    return torch.cuda.device(t.device) if t.is_cuda else contextlib.nullcontext()
+
+
+def scan_into(
+    a: torch.Tensor | None, b: torch.Tensor, h0: torch.Tensor | None, out: torch.Tensor, reverse: bool = False
+) -> None:
+    """Write the scan of ``(a, b)`` from ``h0`` into ``out``, as :func:`codesign.nn.scan._scan_into`.
+
+    ``a = None`` means ``a = 1`` (a cumulative sum). All tensors share ``b``'s device and dtype;
+    ``out`` may be ``b`` itself (each program reads a tile before it writes it).
+    """
+    batch, steps, width = b.shape
+    chunk, block_d = tile_for(batch, width, b.device)
+    a_ = b if a is None else a
+    h0_ = b[:, 0] if h0 is None else h0
+    with _device_guard(b):
+        _scan_kernel[_grid(batch, width, block_d)](
+            a_, b, h0_, out, steps, width,
+            *a_.stride(), *b.stride(), *h0_.stride(), *out.stride(),
+            HAS_A=a is not None, HAS_H0=h0 is not None, REVERSE=reverse,
+            CHUNK=chunk, BLOCK_D=block_d, F64=b.dtype == torch.float64,
+        )  # fmt: skip
+
+
+def scan_backward(
+    a: torch.Tensor | None, grad: torch.Tensor, h: torch.Tensor, h0: torch.Tensor | None, need_grad_a: bool
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``(G, dL/da)`` of the scan: ``G_t = grad_t + a_{t+1} G_{t+1}`` and ``G_t h_{t-1}``.
+
+    ``a = None`` means ``a = 1``. ``dL/da`` is None unless ``need_grad_a``.
+    """
+    batch, steps, width = grad.shape
+    chunk, block_d = tile_for(batch, width, grad.device)
+    total = torch.empty(grad.shape, dtype=grad.dtype, device=grad.device)
+    grad_a = torch.empty_like(total) if need_grad_a else total
+    a_ = torch.ones((), dtype=grad.dtype, device=grad.device).expand(grad.shape) if a is None else a
+    h0_ = h[:, 0] if h0 is None else h0
+    with _device_guard(grad):
+        _scan_backward_kernel[_grid(batch, width, block_d)](
+            a_, grad, h, h0_, total, grad_a, steps, width,
+            *a_.stride(), *grad.stride(), *h.stride(), *h0_.stride(), *total.stride(),
+            HAS_H0=h0 is not None, NEED_GA=need_grad_a,
+            CHUNK=chunk, BLOCK_D=block_d, F64=grad.dtype == torch.float64,
+        )  # fmt: skip
+    return total, (grad_a if need_grad_a else None)
