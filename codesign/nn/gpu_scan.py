@@ -65,7 +65,7 @@ if triton is not None:
     def _scan_kernel(
         a_ptr, b_ptr, h0_ptr, out_ptr, T, D,
         s_ab, s_at, s_ad, s_bb, s_bt, s_bd, s_hb, s_hd, s_ob, s_ot, s_od,
-        HAS_A: tl.constexpr, HAS_H0: tl.constexpr, REVERSE: tl.constexpr,
+        HAS_A: tl.constexpr, HAS_H0: tl.constexpr, REVERSE: tl.constexpr, PARITY: tl.constexpr,
         CHUNK: tl.constexpr, BLOCK_D: tl.constexpr, F64: tl.constexpr,
     ):  # fmt: skip
         acc = tl.float64 if F64 else tl.float32
@@ -92,6 +92,8 @@ if triton is not None:
                 h = gain * carry[None, :] + local
             else:
                 h = tl.cumsum(b, 0) + carry[None, :]
+                if PARITY:  # integer counts mod 2: exact at any length, in any dtype
+                    h = h - 2.0 * tl.floor(h * 0.5)
             out = out_ptr + row * s_ob + t[:, None] * s_ot + feats[None, :] * s_od
             tl.store(out, h.to(out_ptr.dtype.element_ty), mask=mask)
             carry = _last_row(h, rows, CHUNK)
@@ -184,13 +186,22 @@ def _device_guard(t: torch.Tensor):
 
 
 def scan_into(
-    a: torch.Tensor | None, b: torch.Tensor, h0: torch.Tensor | None, out: torch.Tensor, reverse: bool = False
+    a: torch.Tensor | None,
+    b: torch.Tensor,
+    h0: torch.Tensor | None,
+    out: torch.Tensor,
+    reverse: bool = False,
+    parity: bool = False,
 ) -> None:
     """Write the scan of ``(a, b)`` from ``h0`` into ``out``, as :func:`codesign.nn.scan._scan_into`.
 
     ``a = None`` means ``a = 1`` (a cumulative sum). All tensors share ``b``'s device and dtype;
-    ``out`` may be ``b`` itself (each program reads a tile before it writes it).
+    ``out`` may be ``b`` itself (each program reads a tile before it writes it). ``parity`` (with
+    ``a = None`` and integer ``b``, ``h0``) keeps the running sum mod 2 -- the XOR state -- so it
+    never leaves the range a float16 or bfloat16 holds exactly.
     """
+    if parity and a is not None:
+        raise ValueError("parity is a cumulative sum mod 2: it takes no gate a")
     batch, steps, width = b.shape
     chunk, block_d = tile_for(batch, width, b.device)
     a_ = b if a is None else a
@@ -199,7 +210,7 @@ def scan_into(
         _scan_kernel[_grid(batch, width, block_d)](
             a_, b, h0_, out, steps, width,
             *a_.stride(), *b.stride(), *h0_.stride(), *out.stride(),
-            HAS_A=a is not None, HAS_H0=h0 is not None, REVERSE=reverse,
+            HAS_A=a is not None, HAS_H0=h0 is not None, REVERSE=reverse, PARITY=parity,
             CHUNK=chunk, BLOCK_D=block_d, F64=b.dtype == torch.float64,
         )  # fmt: skip
 

@@ -395,7 +395,10 @@ class _XorScan(torch.autograd.Function):
     @staticmethod
     def forward(ctx, s: torch.Tensor, d0: torch.Tensor | None) -> torch.Tensor:
         count = torch.empty_like(s)
-        _scan_into(None, s, d0, count)
+        if scan_backend(s) == "triton":
+            _gpu().scan_into(None, s, d0, count, parity=True)
+        else:
+            _scan_into(None, s, d0, count)
         d = count.remainder_(2)
         ctx.save_for_backward(s, d, d0)
         return d
