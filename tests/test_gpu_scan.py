@@ -329,3 +329,38 @@ def test_cuda_dispatch_full_size(name: str, dtype: torch.dtype, monkeypatch) -> 
 
 for _mark in requires_cuda:
     test_cuda_dispatch_full_size = _mark(test_cuda_dispatch_full_size)
+
+
+def test_gpu_bench_report_sections(monkeypatch) -> None:
+    """The GPU benchmark's sections, ratios and agreement figures, at tiny shapes on the CPU
+    (torch path: the kernels themselves are checked above)."""
+    from codesign.nn.bench_gpu import GpuBenchConfig, bench_gpu
+
+    monkeypatch.setenv(BACKEND_ENV, "torch")
+    seen: list[list[str]] = []
+    report = bench_gpu(GpuBenchConfig.quick(), device="cpu", progress=lambda r: seen.append(sorted(r)))
+    assert len(seen) == 4 and "cells" in seen[-1] and "agreement" in seen[0]
+    row = report["scan"]["T32"]
+    assert row["ratio_linear_scan_to_floor"] == round(row["linear_scan_s"] / row["floor_a_mul_b_add_b_s"], 3)
+    assert row["linear_scan_torch_path_s"] > 0 and "accelerated_scan" in row
+    assert report["agreement"]["max_rel_error_float32"] < 1e-5
+    assert report["agreement"]["max_rel_error_float64"] < 1e-12
+    assert report["tiles"]["fastest"]["chunk"] == 16
+    cells = report["cells"]
+    assert set(cells["tokens_per_s"]) == {"CMRU(eps=1)", "BMRU", "torch.nn.GRU"}
+    assert set(cells["ratio_to_torch_gru"]) == {"CMRU(eps=1)", "BMRU"}
+
+
+def test_bench_device_options_refuse_clearly() -> None:
+    from typer.testing import CliRunner
+
+    from codesign.cli import app
+
+    runner = CliRunner()
+    res = runner.invoke(app, ["bench", "scan", "--device", "gpu"])
+    assert res.exit_code != 0 and "--device 'gpu': expected auto, cpu or cuda" in res.output
+    res = runner.invoke(app, ["bench", "rtl", "--device", "cuda"])
+    assert res.exit_code != 0 and "--device applies to `bench scan` only" in res.output
+    if not CUDA:
+        res = runner.invoke(app, ["bench", "scan", "--device", "cuda"])
+        assert res.exit_code != 0 and "no CUDA device is available" in res.output
