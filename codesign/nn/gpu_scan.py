@@ -6,7 +6,9 @@ coalesced row read) and walks the whole time axis in tiles of ``CHUNK`` steps. I
 ``CHUNK`` steps are combined by ``tl.associative_scan`` with the affine operator
 ``(a1, b1) . (a2, b2) = (a1 a2, a2 b1 + b2)``; the tile's last state is the carry into the next
 tile. Every element of ``a`` and ``b`` is read once and every ``h`` written once, which is the
-memory-bound floor of the scan (no chunk-summary pass, no transposes, no second read).
+memory-bound floor of the scan (no chunk-summary pass, no transposes, no second read). The loads
+of the next tile are issued before the current tile is scanned, so memory latency overlaps the
+arithmetic of the sequential walk.
 
 The backward pass is the reverse scan ``G_t = grad_t + a_{t+1} G_{t+1}`` (``a`` shifted by one
 step, see :mod:`codesign.nn.scan`), walked from the last tile to the first; the same kernel
@@ -62,6 +64,13 @@ if triton is not None:
         return tl.sum(tl.where(rows[:, None] == CHUNK - 1, h, 0.0), axis=0)
 
     @triton.jit
+    def _tile(c, T, rows, fmask, CHUNK: tl.constexpr, REVERSE: tl.constexpr):
+        # time indices of tile c (walked backwards when REVERSE) and the mask of its valid elements
+        step = c * CHUNK + rows
+        t = ((T - 1 - step) if REVERSE else step).to(tl.int64)
+        return t, (step < T)[:, None] & fmask[None, :]
+
+    @triton.jit
     def _scan_kernel(
         a_ptr, b_ptr, h0_ptr, out_ptr, T, D,
         s_ab, s_at, s_ad, s_bb, s_bt, s_bd, s_hb, s_hd, s_ob, s_ot, s_od,
@@ -73,30 +82,42 @@ if triton is not None:
         feats = tl.program_id(1) * BLOCK_D + tl.arange(0, BLOCK_D)
         fmask = feats < D
         rows = tl.arange(0, CHUNK)
+        a_row, b_row = a_ptr + row * s_ab + feats[None, :] * s_ad, b_ptr + row * s_bb + feats[None, :] * s_bd
         if HAS_H0:
             carry = tl.load(h0_ptr + row * s_hb + feats * s_hd, mask=fmask, other=0.0).to(acc)
         else:
             carry = tl.zeros([BLOCK_D], dtype=acc)
+        # Tile c + 1 is loaded before tile c is scanned, so its loads are in flight during the scan.
+        t, mask = _tile(0, T, rows, fmask, CHUNK, REVERSE)
+        b_next = tl.load(b_row + t[:, None] * s_bt, mask=mask, other=0.0)
+        a_next = b_next
+        if HAS_A:
+            a_next = tl.load(a_row + t[:, None] * s_at, mask=mask, other=1.0)
         for c in range(tl.cdiv(T, CHUNK)):
-            step = c * CHUNK + rows
-            t = (T - 1 - step) if REVERSE else step
-            t = t.to(tl.int64)
-            mask = (step < T)[:, None] & fmask[None, :]
-            b = tl.load(b_ptr + row * s_bb + t[:, None] * s_bt + feats[None, :] * s_bd, mask=mask, other=0.0)
-            b = b.to(acc)
+            b, a, t_now, mask_now = b_next.to(acc), a_next.to(acc), t, mask
+            t, mask = _tile(c + 1, T, rows, fmask, CHUNK, REVERSE)
+            b_next = tl.load(b_row + t[:, None] * s_bt, mask=mask, other=0.0)
             if HAS_A:
-                a = tl.load(
-                    a_ptr + row * s_ab + t[:, None] * s_at + feats[None, :] * s_ad, mask=mask, other=1.0
-                )
-                gain, local = tl.associative_scan((a.to(acc), b), 0, _affine)
+                a_next = tl.load(a_row + t[:, None] * s_at, mask=mask, other=1.0)
+                gain, local = tl.associative_scan((a, b), 0, _affine)
                 h = gain * carry[None, :] + local
             else:
                 h = tl.cumsum(b, 0) + carry[None, :]
                 if PARITY:  # integer counts mod 2: exact at any length, in any dtype
                     h = h - 2.0 * tl.floor(h * 0.5)
-            out = out_ptr + row * s_ob + t[:, None] * s_ot + feats[None, :] * s_od
-            tl.store(out, h.to(out_ptr.dtype.element_ty), mask=mask)
+            out = out_ptr + row * s_ob + t_now[:, None] * s_ot + feats[None, :] * s_od
+            tl.store(out, h.to(out_ptr.dtype.element_ty), mask=mask_now)
             carry = _last_row(h, rows, CHUNK)
+
+    @triton.jit
+    def _backward_loads(a_row, g_row, h_row, t, mask, T, s_at, s_gt, s_ht, NEED_GA: tl.constexpr):
+        # a_{t+1} (1 past the end), grad_t and h_{t-1} (0 before the start) of one tile
+        a = tl.load(a_row + (t[:, None] + 1) * s_at, mask=mask & (t + 1 < T)[:, None], other=1.0)
+        g = tl.load(g_row + t[:, None] * s_gt, mask=mask, other=0.0)
+        hp = g
+        if NEED_GA:
+            hp = tl.load(h_row + (t[:, None] - 1) * s_ht, mask=mask & (t >= 1)[:, None], other=0.0)
+        return a, g, hp
 
     @triton.jit
     def _scan_backward_kernel(
@@ -112,32 +133,29 @@ if triton is not None:
         feats = tl.program_id(1) * BLOCK_D + tl.arange(0, BLOCK_D)
         fmask = feats < D
         rows = tl.arange(0, CHUNK)
+        a_row = a_ptr + row * s_ab + feats[None, :] * s_ad
+        g_row = g_ptr + row * s_gb + feats[None, :] * s_gd
+        h_row = h_ptr + row * s_hb + feats[None, :] * s_hd
         if HAS_H0:
             first = tl.load(h0_ptr + row * s_0b + feats * s_0d, mask=fmask, other=0.0).to(acc)
         else:
             first = tl.zeros([BLOCK_D], dtype=acc)
         carry = tl.zeros([BLOCK_D], dtype=acc)
+        t, mask = _tile(0, T, rows, fmask, CHUNK, True)
+        a_next, g_next, h_next = _backward_loads(a_row, g_row, h_row, t, mask, T, s_at, s_gt, s_ht, NEED_GA)
         for c in range(tl.cdiv(T, CHUNK)):
-            step = c * CHUNK + rows
-            t = (T - 1 - step).to(tl.int64)
-            inside = step < T
-            mask = inside[:, None] & fmask[None, :]
-            nxt = mask & (t + 1 < T)[:, None]
-            a = tl.load(
-                a_ptr + row * s_ab + (t[:, None] + 1) * s_at + feats[None, :] * s_ad, mask=nxt, other=1.0
+            a, g, hp, t_now, mask_now = a_next.to(acc), g_next.to(acc), h_next.to(acc), t, mask
+            t, mask = _tile(c + 1, T, rows, fmask, CHUNK, True)
+            a_next, g_next, h_next = _backward_loads(
+                a_row, g_row, h_row, t, mask, T, s_at, s_gt, s_ht, NEED_GA
             )
-            g = tl.load(g_ptr + row * s_gb + t[:, None] * s_gt + feats[None, :] * s_gd, mask=mask, other=0.0)
-            gain, local = tl.associative_scan((a.to(acc), g.to(acc)), 0, _affine)
+            gain, local = tl.associative_scan((a, g), 0, _affine)
             total = gain * carry[None, :] + local
-            offs = row * s_ob + t[:, None] * s_ot + feats[None, :] * s_od
-            tl.store(total_ptr + offs, total.to(total_ptr.dtype.element_ty), mask=mask)
+            offs = row * s_ob + t_now[:, None] * s_ot + feats[None, :] * s_od
+            tl.store(total_ptr + offs, total.to(total_ptr.dtype.element_ty), mask=mask_now)
             if NEED_GA:
-                prev = mask & (t >= 1)[:, None]
-                hp = tl.load(
-                    h_ptr + row * s_hb + (t[:, None] - 1) * s_ht + feats[None, :] * s_hd, mask=prev, other=0.0
-                )
-                hp = tl.where((t == 0)[:, None], first[None, :], hp.to(acc))
-                tl.store(ga_ptr + offs, (total * hp).to(ga_ptr.dtype.element_ty), mask=mask)
+                hp = tl.where((t_now == 0)[:, None], first[None, :], hp)
+                tl.store(ga_ptr + offs, (total * hp).to(ga_ptr.dtype.element_ty), mask=mask_now)
             carry = _last_row(total, rows, CHUNK)
 
 
