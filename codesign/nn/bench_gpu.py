@@ -145,12 +145,12 @@ def _on_torch_path(run: Callable[[], None]) -> Callable[[], None]:
 
 def _scan_row(cfg: GpuBenchConfig, steps: int, device: torch.device) -> dict:
     """Every scan at ``(batch, steps, width)`` against the floor and ``torch.cumsum``."""
-    g = torch.Generator().manual_seed(steps)
+    g = torch.Generator(device).manual_seed(steps)  # drawn on the device: 2 GiB per tensor at 131k
     shape = (cfg.batch, steps, cfg.width)
-    a = torch.rand(shape, generator=g).to(device).requires_grad_()
-    b = torch.randn(shape, generator=g).to(device).requires_grad_()
-    grad = torch.randn(shape, generator=g).to(device)
-    z = (torch.rand(shape, generator=g) < 0.1).float().to(device).requires_grad_()
+    a = torch.rand(shape, generator=g, device=device).requires_grad_()
+    b = torch.randn(shape, generator=g, device=device).requires_grad_()
+    grad = torch.randn(shape, generator=g, device=device)
+    z = (torch.rand(shape, generator=g, device=device) < 0.1).float().requires_grad_()
 
     def time_it(fn, inputs, gr=grad) -> float:
         return _median_seconds(_fwd_bwd(fn, inputs, gr), device, cfg.repeats, cfg.budget_s)
@@ -203,11 +203,11 @@ def _tile_sweep(cfg: GpuBenchConfig, device: torch.device) -> dict:
     """``linear_scan`` fwd + bwd at ``tile_length`` for each ``(CHUNK, BLOCK_D)`` tile."""
     from codesign.nn import gpu_scan
 
-    g = torch.Generator().manual_seed(5)
+    g = torch.Generator(device).manual_seed(5)
     shape = (cfg.batch, cfg.tile_length, cfg.width)
-    a = torch.rand(shape, generator=g).to(device).requires_grad_()
-    b = torch.randn(shape, generator=g).to(device).requires_grad_()
-    grad = torch.randn(shape, generator=g).to(device)
+    a = torch.rand(shape, generator=g, device=device).requires_grad_()
+    b = torch.randn(shape, generator=g, device=device).requires_grad_()
+    grad = torch.randn(shape, generator=g, device=device)
     out: dict = {"shape": list(shape), "default": list(gpu_scan.tile_for(cfg.batch, cfg.width, device))}
     rows = []
     for chunk, block_d in cfg.tiles:

@@ -28,6 +28,7 @@ Triton's interpreter, which is how the tests check them on a machine without a G
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Iterator
 
 import torch
@@ -175,8 +176,13 @@ def tile(chunk: int, block_d: int) -> Iterator[None]:
 
 def _processors(device: torch.device) -> int:
     if device.type == "cuda":
-        return torch.cuda.get_device_properties(device).multi_processor_count
+        return _multiprocessors(torch.cuda.current_device() if device.index is None else device.index)
     return 132  # the interpreter: any plausible count gives a valid tiling
+
+
+@functools.cache
+def _multiprocessors(index: int) -> int:
+    return torch.cuda.get_device_properties(index).multi_processor_count
 
 
 def tile_for(batch: int, width: int, device: torch.device) -> tuple[int, int]:
