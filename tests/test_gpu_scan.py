@@ -80,7 +80,7 @@ def triton_path(monkeypatch):
     if CUDA:
         yield
     else:
-        with gpu_scan.tile(16, 4):
+        with gpu_scan.tile(16, 4, 1):
             yield
 
 
@@ -140,7 +140,7 @@ def test_linear_scan_values_and_gradients(with_h0: bool, dtype: torch.dtype) -> 
 def test_long_sequence_matches_cpu_scan() -> None:
     """A few thousand steps with slow decay: the carries between tiles hold the state."""
     a, b, h0, w = _inputs(1, 3000, 2, seed=2, low=0.995)
-    with contextlib.nullcontext() if CUDA else gpu_scan.tile(256, 2):
+    with contextlib.nullcontext() if CUDA else gpu_scan.tile(256, 2, 1):
         got = _values_and_grads(linear_scan, _leaves(a, b, h0), w.to(DEVICE))
     cpu = _torch_path(_values_and_grads, linear_scan, _refs(a, b, h0, dtype=torch.float32), w)
     ref = _torch_path(_values_and_grads, linear_scan, _refs(a, b, h0), w.double())
@@ -278,9 +278,9 @@ def test_dispatch_choices(monkeypatch) -> None:
 def test_default_tiles_cover_wide_and_narrow_scans(monkeypatch) -> None:
     monkeypatch.setattr(gpu_scan, "_TILE_OVERRIDE", None)
     cpu = torch.device("cpu")
-    assert gpu_scan.tile_for(16, 256, cpu) == (128, 16)
-    assert gpu_scan.tile_for(64, 256, cpu) == (64, 32)
-    assert gpu_scan.tile_for(1, 3, cpu) == (512, 4)
+    assert gpu_scan.tile_for(16, 256, cpu) == (128, 16, 4)
+    assert gpu_scan.tile_for(64, 256, cpu) == (64, 32, 4)
+    assert gpu_scan.tile_for(1, 3, cpu) == (512, 4, 4)
     with pytest.raises(ValueError, match="chunk must be a power of two"):
         with gpu_scan.tile(12, 4):
             pass

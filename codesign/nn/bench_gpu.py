@@ -73,7 +73,7 @@ class GpuBenchConfig:
             repeats=1,
             budget_s=1.0,
             torch_path_max_length=32,
-            tiles=((16, 4),),
+            tiles=((16, 4, 1),),
             tile_length=32,
             check_shape=(1, 24, 3),
             cell_shape=(1, 8, 4),
@@ -200,7 +200,7 @@ def _accelerated_row(a, b, grad, device: torch.device, cfg: GpuBenchConfig) -> d
 
 
 def _tile_sweep(cfg: GpuBenchConfig, device: torch.device) -> dict:
-    """``linear_scan`` fwd + bwd at ``tile_length`` for each ``(CHUNK, BLOCK_D)`` tile."""
+    """``linear_scan`` fwd + bwd at ``tile_length`` for each ``(CHUNK, BLOCK_D, warps)`` tile."""
     from codesign.nn import gpu_scan
 
     g = torch.Generator(device).manual_seed(5)
@@ -210,10 +210,10 @@ def _tile_sweep(cfg: GpuBenchConfig, device: torch.device) -> dict:
     grad = torch.randn(shape, generator=g, device=device)
     out: dict = {"shape": list(shape), "default": list(gpu_scan.tile_for(cfg.batch, cfg.width, device))}
     rows = []
-    for chunk, block_d in cfg.tiles:
-        with gpu_scan.tile(chunk, block_d):
+    for chunk, block_d, warps in cfg.tiles:
+        with gpu_scan.tile(chunk, block_d, warps):
             seconds = _median_seconds(_fwd_bwd(linear_scan, [a, b], grad), device, cfg.repeats, cfg.budget_s)
-        rows.append({"chunk": chunk, "block_d": block_d, "linear_scan_s": seconds})
+        rows.append({"chunk": chunk, "block_d": block_d, "warps": warps, "linear_scan_s": seconds})
     out["tiles"] = rows
     out["fastest"] = min(rows, key=lambda r: r["linear_scan_s"])
     return out

@@ -45,7 +45,7 @@ __all__ = ["DTYPES", "available", "scan_backward", "scan_into", "tile", "tile_fo
 DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 """Dtypes the kernels take (real floating point)."""
 
-_TILE_OVERRIDE: tuple[int, int] | None = None
+_TILE_OVERRIDE: tuple[int, int, int] | None = None
 
 
 def available() -> bool:
@@ -161,13 +161,14 @@ if triton is not None:
 
 
 @contextlib.contextmanager
-def tile(chunk: int, block_d: int) -> Iterator[None]:
-    """Use tiles of ``chunk`` steps by ``block_d`` features inside the block (benchmark sweeps)."""
+def tile(chunk: int, block_d: int, warps: int = 4) -> Iterator[None]:
+    """Use tiles of ``chunk`` steps by ``block_d`` features, ``warps`` warps per program, inside
+    the block (benchmark sweeps, and small tiles for the interpreter)."""
     global _TILE_OVERRIDE
-    for name, value in (("chunk", chunk), ("block_d", block_d)):
+    for name, value in (("chunk", chunk), ("block_d", block_d), ("warps", warps)):
         if value < 1 or value & (value - 1):
             raise ValueError(f"{name} must be a power of two, got {value}")
-    before, _TILE_OVERRIDE = _TILE_OVERRIDE, (chunk, block_d)
+    before, _TILE_OVERRIDE = _TILE_OVERRIDE, (chunk, block_d, warps)
     try:
         yield
     finally:
@@ -185,8 +186,8 @@ def _multiprocessors(index: int) -> int:
     return torch.cuda.get_device_properties(index).multi_processor_count
 
 
-def tile_for(batch: int, width: int, device: torch.device) -> tuple[int, int]:
-    """``(CHUNK, BLOCK_D)`` for a scan of ``batch`` rows of ``width`` features.
+def tile_for(batch: int, width: int, device: torch.device) -> tuple[int, int, int]:
+    """``(CHUNK, BLOCK_D, warps)`` for a scan of ``batch`` rows of ``width`` features.
 
     A row of 32 float32 features is one 128-byte line; narrower blocks give more programs (the
     walk over time is sequential per program, so the parallelism is ``batch * width / BLOCK_D``),
@@ -198,7 +199,7 @@ def tile_for(batch: int, width: int, device: torch.device) -> tuple[int, int]:
     block_d = min(32, triton.next_power_of_2(width))
     while block_d > 16 and batch * triton.cdiv(width, block_d) < 2 * _processors(device):
         block_d //= 2
-    return max(16, 2048 // block_d), block_d
+    return max(16, 2048 // block_d), block_d, 4
 
 
 def _grid(batch: int, width: int, block_d: int) -> tuple[int, int]:
@@ -227,7 +228,7 @@ def scan_into(
     if parity and a is not None:
         raise ValueError("parity is a cumulative sum mod 2: it takes no gate a")
     batch, steps, width = b.shape
-    chunk, block_d = tile_for(batch, width, b.device)
+    chunk, block_d, warps = tile_for(batch, width, b.device)
     a_ = b if a is None else a
     h0_ = b[:, 0] if h0 is None else h0
     with _device_guard(b):
@@ -235,7 +236,7 @@ def scan_into(
             a_, b, h0_, out, steps, width,
             *a_.stride(), *b.stride(), *h0_.stride(), *out.stride(),
             HAS_A=a is not None, HAS_H0=h0 is not None, REVERSE=reverse, PARITY=parity,
-            CHUNK=chunk, BLOCK_D=block_d, F64=b.dtype == torch.float64,
+            CHUNK=chunk, BLOCK_D=block_d, F64=b.dtype == torch.float64, num_warps=warps,
         )  # fmt: skip
 
 
@@ -247,7 +248,7 @@ def scan_backward(
     ``a = None`` means ``a = 1``. ``dL/da`` is None unless ``need_grad_a``.
     """
     batch, steps, width = grad.shape
-    chunk, block_d = tile_for(batch, width, grad.device)
+    chunk, block_d, warps = tile_for(batch, width, grad.device)
     total = torch.empty(grad.shape, dtype=grad.dtype, device=grad.device)
     grad_a = torch.empty_like(total) if need_grad_a else total
     a_ = torch.ones((), dtype=grad.dtype, device=grad.device).expand(grad.shape) if a is None else a
@@ -257,6 +258,6 @@ def scan_backward(
             a_, grad, h, h0_, total, grad_a, steps, width,
             *a_.stride(), *grad.stride(), *h.stride(), *h0_.stride(), *total.stride(),
             HAS_H0=h0 is not None, NEED_GA=need_grad_a,
-            CHUNK=chunk, BLOCK_D=block_d, F64=grad.dtype == torch.float64,
+            CHUNK=chunk, BLOCK_D=block_d, F64=grad.dtype == torch.float64, num_warps=warps,
         )  # fmt: skip
     return total, (grad_a if need_grad_a else None)

@@ -39,22 +39,43 @@ def main(argv: list[str] | None = None) -> int:
     dtypes = ("float32",) if args.quick else ("bfloat16", "float32", "float64")
     flags = (True,) if args.quick else (False, True)
     for dtype, has_a, has_h0, reverse in itertools.product(dtypes, flags, flags, (False, True)):
-        consts = {"HAS_A": has_a, "HAS_H0": has_h0, "REVERSE": reverse, "CHUNK": 64, "BLOCK_D": 32}
-        consts["F64"] = dtype == "float64"
-        _compile(
-            triton, gpu_scan._scan_kernel, dtype, consts, target, ("forward", dtype, has_a, has_h0, reverse)
-        )
+        for parity in (False,) if has_a or args.quick else (False, True):
+            consts = {"HAS_A": has_a, "HAS_H0": has_h0, "REVERSE": reverse, "PARITY": parity}
+            consts.update({"CHUNK": 64, "BLOCK_D": 32, "F64": dtype == "float64"})
+            label = ("forward", dtype, has_a, has_h0, reverse, parity)
+            _compile(triton, gpu_scan._scan_kernel, dtype, consts, target, label)
     for dtype, has_h0, need in itertools.product(dtypes, flags, flags):
         consts = {"HAS_H0": has_h0, "NEED_GA": need, "CHUNK": 128, "BLOCK_D": 16, "F64": dtype == "float64"}
         _compile(
             triton, gpu_scan._scan_backward_kernel, dtype, consts, target, ("backward", dtype, has_h0, need)
         )
+    for warps in () if args.quick else (1, 2):  # the warp counts the benchmark's tile sweep tries
+        consts = {
+            "HAS_A": True,
+            "HAS_H0": True,
+            "REVERSE": False,
+            "PARITY": False,
+            "CHUNK": 32,
+            "BLOCK_D": 32,
+        }
+        label = ("forward", "float32", "warps", warps)
+        _compile(triton, gpu_scan._scan_kernel, "float32", {**consts, "F64": False}, target, label, warps)
+        consts = {"HAS_H0": True, "NEED_GA": True, "CHUNK": 32, "BLOCK_D": 32, "F64": False}
+        label = ("backward", "float32", "warps", warps)
+        _compile(triton, gpu_scan._scan_backward_kernel, "float32", consts, target, label, warps)
     return 0
 
 
-def _compile(triton, kernel, dtype: str, constexprs: dict, target, label: tuple) -> None:
+def _compile(triton, kernel, dtype: str, constexprs: dict, target, label: tuple, warps: int = 4) -> None:
     """Compile one specialisation: pointers of ``dtype``, int32 sizes, int64 strides."""
     signature = {}
+    missing = [
+        n
+        for n, p in zip(kernel.arg_names, kernel.params, strict=True)
+        if p.is_constexpr and n not in constexprs
+    ]
+    if missing:
+        raise ValueError(f"no value for the constexpr parameters {missing}")
     for name in kernel.arg_names:
         if name in constexprs:
             signature[name] = "constexpr"
@@ -64,7 +85,7 @@ def _compile(triton, kernel, dtype: str, constexprs: dict, target, label: tuple)
             signature[name] = "i32" if name in ("T", "D") else "i64"
     start = time.perf_counter()
     source = triton.compiler.ASTSource(fn=kernel, signature=signature, constexprs=constexprs)
-    compiled = triton.compile(source, target=target)
+    compiled = triton.compile(source, target=target, options={"num_warps": warps})
     print(
         json.dumps(
             {
