@@ -85,13 +85,16 @@ def triton_path(monkeypatch):
 
 
 def _torch_path(fn, *args, **kwargs):
-    """``fn`` evaluated on the torch (CPU) path, as the reference the kernels must match."""
-    before = os.environ[BACKEND_ENV]
+    """``fn`` evaluated on the torch path, as the reference the kernels must match."""
+    before = os.environ.get(BACKEND_ENV)
     os.environ[BACKEND_ENV] = "torch"
     try:
         return fn(*args, **kwargs)
     finally:
-        os.environ[BACKEND_ENV] = before
+        if before is None:
+            del os.environ[BACKEND_ENV]
+        else:
+            os.environ[BACKEND_ENV] = before
 
 
 def _values_and_grads(fn, inputs: list[torch.Tensor], weight: torch.Tensor) -> list[torch.Tensor]:
@@ -216,23 +219,45 @@ def test_closed_forms_match_cpu_scans() -> None:
     assert torch.equal(parity, _torch_path(xor_scan, z))
 
 
-@pytest.mark.parametrize("make", [lambda: CMRU(3, 4, eps=1.0), lambda: CMRU(3, 4, eps=-1.0), BMRU, MinGRU])
-def test_layers_on_the_kernels_match_the_cpu_path(make) -> None:
+LAYERS = {
+    "CMRU(eps=1)": lambda n: CMRU(n, n, eps=1.0),
+    "CMRU(eps=-1)": lambda n: CMRU(n, n, eps=-1.0),
+    "BMRU": lambda n: BMRU(n, n),
+    "MinGRU": lambda n: MinGRU(n, n),
+}
+
+
+def _layer_run(module: torch.nn.Module, x: torch.Tensor) -> list[torch.Tensor]:
+    """Output, input gradient and parameter gradients of ``sum(y^2)``."""
+    x = x.detach().clone().requires_grad_()
+    y = module(x)[0]
+    y.square().sum().backward()
+    grads = [p.grad.clone() for p in module.parameters() if p.grad is not None]
+    module.zero_grad(set_to_none=True)
+    return [y, x.grad, *grads]
+
+
+def _layers_agree(name: str, shape: tuple[int, int, int]) -> None:
+    """The layer on the kernels against the same layer, same device, on the torch path (the gates
+    depend on the input only, so both paths scan identical gates)."""
+    batch, steps, size = shape
     torch.manual_seed(8)
-    cell = make() if not isinstance(make, type) else make(3, 4)
-    x = torch.randn(2, 40, 3)
+    cell = LAYERS[name](size).to(DEVICE)
+    x = torch.randn(batch, steps, size).to(DEVICE)
+    ref = _torch_path(_layer_run, cell, x)
+    _close(_layer_run(cell, x), ref, 1e-5)
 
-    def run(module, inputs):
-        inputs = inputs.clone().requires_grad_()
-        y = module(inputs)[0]
-        y.square().sum().backward()
-        grads = [p.grad.clone() for p in module.parameters() if p.grad is not None]
-        module.zero_grad(set_to_none=True)
-        return [y, inputs.grad, *grads]
 
-    ref = _torch_path(run, cell, x)
-    got = run(cell.to(DEVICE), x.to(DEVICE))
-    _close(got, ref, 1e-5)
+@pytest.mark.parametrize("name", list(LAYERS))
+def test_layers_on_the_kernels_match_the_torch_path(name: str) -> None:
+    _layers_agree(name, (2, 40, 4))
+
+
+@pytest.mark.parametrize("name", list(LAYERS))
+def test_cuda_layers_full_size(name: str, monkeypatch) -> None:
+    """On a GPU, each layer at a training shape: the automatic dispatch against the torch path."""
+    monkeypatch.delenv(BACKEND_ENV)
+    _layers_agree(name, (4, 2048, 64))
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -329,6 +354,7 @@ def test_cuda_dispatch_full_size(name: str, dtype: torch.dtype, monkeypatch) -> 
 
 for _mark in requires_cuda:
     test_cuda_dispatch_full_size = _mark(test_cuda_dispatch_full_size)
+    test_cuda_layers_full_size = _mark(test_cuda_layers_full_size)
 
 
 def test_gpu_bench_report_sections(monkeypatch) -> None:
