@@ -32,6 +32,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 from codesign.nn import gpu_scan  # noqa: E402
 from codesign.nn.cmru import BMRU, CMRU  # noqa: E402
+from codesign.nn.lru import LRU  # noqa: E402
 from codesign.nn.mingru import MinGRU  # noqa: E402
 from codesign.nn.scan import (  # noqa: E402
     BACKEND_ENV,
@@ -198,6 +199,29 @@ def test_expanded_gate_and_strided_gradient() -> None:
     _close([out, lam_d.grad, b_d.grad], [ref, lam_r.grad, b_r.grad], 1e-12)
 
 
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+def test_complex_scans_match_the_torch_path(dtype: torch.dtype) -> None:
+    """Complex gates (the LRU): values and gradients of a, b and h0; the complex cumulative scan,
+    whose backward is a reverse complex scan."""
+    g = torch.Generator().manual_seed(11)
+
+    def draw(*shape: int) -> torch.Tensor:
+        parts = torch.randn(2, *shape, dtype=torch.float64, generator=g)
+        return torch.complex(parts[0], parts[1])
+
+    a, b, h0, w = draw(2, 37, 3) * 0.6, draw(2, 37, 3), draw(2, 3), draw(2, 37, 3)
+    for fn, inputs in [(linear_scan, [a, b, h0]), (linear_scan, [a, b]), (cumulative_scan, [b, h0])]:
+        out = fn(*(xs := [x.to(DEVICE, dtype).requires_grad_() for x in inputs]))
+        got = [out, *torch.autograd.grad((out * w.to(DEVICE, dtype)).real.sum(), xs)]
+        refs = _refs(*inputs, dtype=torch.complex128)
+        ref = _torch_path(lambda fn=fn, refs=refs: fn(*refs))
+        ref = [ref, *torch.autograd.grad((ref * w).real.sum(), refs)]
+        for x, y in zip(got, ref, strict=True):
+            x, y = x.detach().cpu().to(torch.complex128), y.detach()
+            error = (x - y).abs().amax() / y.abs().amax()
+            assert float(error) < (1e-5 if dtype == torch.complex64 else 1e-12)
+
+
 def test_closed_forms_match_cpu_scans() -> None:
     g = torch.Generator().manual_seed(7)
     b = torch.randn(2, 50, 3, dtype=torch.float64, generator=g)
@@ -224,6 +248,7 @@ LAYERS = {
     "CMRU(eps=-1)": lambda n: CMRU(n, n, eps=-1.0),
     "BMRU": lambda n: BMRU(n, n),
     "MinGRU": lambda n: MinGRU(n, n),
+    "LRU": lambda n: LRU(n, n),
 }
 
 
@@ -291,7 +316,7 @@ def test_dispatch_keeps_cpu_tensors_on_the_torch_path(monkeypatch) -> None:
 
 def test_dispatch_choices(monkeypatch) -> None:
     assert scan_backend(torch.zeros(1)) == "triton"
-    assert scan_backend(torch.zeros(1, dtype=torch.complex64)) == "torch"
+    assert scan_backend(torch.zeros(1, dtype=torch.complex64)) == "triton"
     assert scan_backend(torch.zeros(1, dtype=torch.int64)) == "torch"
     monkeypatch.setenv(BACKEND_ENV, "torch")
     assert scan_backend(torch.zeros(1)) == "torch"
@@ -324,7 +349,7 @@ def test_kernels_compile_for_an_h100_target() -> None:
         cwd=ROOT,
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.count('"cubin_bytes"') == 3
+    assert done.stdout.count('"cubin_bytes"') == 5
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])

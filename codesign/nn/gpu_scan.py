@@ -17,8 +17,9 @@ write instead of a separate pass.
 
 Arithmetic is float32 for float16/bfloat16/float32 inputs (results stored in the input dtype) and
 float64 for float64. ``a`` in {-1, 0, 1} with integer ``b`` stays exact, as on the CPU: products of
-such gates and sums of integers are exact in any order. Complex tensors are not handled here
-(:func:`codesign.nn.scan.scan_backend` keeps them on the torch path).
+such gates and sums of integers are exact in any order. Complex tensors (the LRU's state) run a
+kernel of their own on their real views, the same walk with the complex affine operator; its
+backward reads ``conj(a_{t+1})`` and writes ``G conj(h_{t-1})``.
 
 ``triton`` is optional: without it :func:`available` is False and nothing here is called. Under
 ``TRITON_INTERPRET=1`` (set before this module is imported) the kernels run on CPU tensors in
@@ -42,8 +43,8 @@ except ImportError:  # pragma: no cover - exercised where triton is absent
 
 __all__ = ["DTYPES", "available", "scan_backward", "scan_into", "tile", "tile_for"]
 
-DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
-"""Dtypes the kernels take (real floating point)."""
+DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.complex64, torch.complex128)
+"""Dtypes the kernels take (complex ones as their real views, in float32 / float64)."""
 
 _TILE_OVERRIDE: tuple[int, int, int] | None = None
 
@@ -159,6 +160,74 @@ if triton is not None:
                 tl.store(ga_ptr + offs, (total * hp).to(ga_ptr.dtype.element_ty), mask=mask_now)
             carry = _last_row(total, rows, CHUNK)
 
+    @triton.jit
+    def _complex_affine(ar1, ai1, br1, bi1, ar2, ai2, br2, bi2):
+        # the affine operator on complex numbers held as (real, imaginary) pairs
+        ar = ar1 * ar2 - ai1 * ai2
+        ai = ar1 * ai2 + ai1 * ar2
+        return ar, ai, ar2 * br1 - ai2 * bi1 + br2, ar2 * bi1 + ai2 * br1 + bi2
+
+    @triton.jit
+    def _complex_scan_kernel(
+        a_ptr, b_ptr, h0_ptr, out_ptr, g_ptr, ga_ptr, T, D,
+        s_ab, s_at, s_ad, s_bb, s_bt, s_bd, s_hb, s_hd, s_ob, s_ot, s_od,
+        HAS_H0: tl.constexpr, BACKWARD: tl.constexpr, NEED_GA: tl.constexpr,
+        CHUNK: tl.constexpr, BLOCK_D: tl.constexpr, F64: tl.constexpr,
+    ):  # fmt: skip
+        # Complex tensors as their real views (..., 2): real part at an element's offset, imaginary
+        # part one number after it; strides count real numbers.
+        # Forward: out_t = a_t out_{t-1} + b_t from h0 (b_ptr = b, h_ptr = h0).
+        # Backward: out_t = g_t + conj(a_{t+1}) out_{t+1} (b_ptr = h, the forward's states, read
+        # one step behind for ga_t = out_t conj(h_{t-1}), h_{-1} = h0; g, ga share b's strides).
+        acc = tl.float64 if F64 else tl.float32
+        row = tl.program_id(0).to(tl.int64)
+        feats = tl.program_id(1) * BLOCK_D + tl.arange(0, BLOCK_D)
+        fmask = feats < D
+        rows = tl.arange(0, CHUNK)
+        a_row = a_ptr + row * s_ab + feats[None, :] * s_ad
+        b_row = b_ptr + row * s_bb + feats[None, :] * s_bd
+        h0_row = h0_ptr + row * s_hb + feats * s_hd
+        zeros = tl.zeros([BLOCK_D], dtype=acc)
+        cr, ci, fr, fi = zeros, zeros, zeros, zeros
+        if HAS_H0:
+            fr = tl.load(h0_row, mask=fmask, other=0.0).to(acc)
+            fi = tl.load(h0_row + 1, mask=fmask, other=0.0).to(acc)
+            if not BACKWARD:
+                cr, ci = fr, fi
+        for c in range(tl.cdiv(T, CHUNK)):
+            t, mask = _tile(c, T, rows, fmask, CHUNK, BACKWARD)
+            if BACKWARD:
+                ahead = mask & (t + 1 < T)[:, None]
+                a_at = a_row + (t[:, None] + 1) * s_at
+                ar = tl.load(a_at, mask=ahead, other=1.0).to(acc)
+                ai = -tl.load(a_at + 1, mask=ahead, other=0.0).to(acc)
+                x_at = g_ptr + row * s_bb + t[:, None] * s_bt + feats[None, :] * s_bd
+            else:
+                a_at = a_row + t[:, None] * s_at
+                ar = tl.load(a_at, mask=mask, other=1.0).to(acc)
+                ai = tl.load(a_at + 1, mask=mask, other=0.0).to(acc)
+                x_at = b_row + t[:, None] * s_bt
+            xr = tl.load(x_at, mask=mask, other=0.0).to(acc)
+            xi = tl.load(x_at + 1, mask=mask, other=0.0).to(acc)
+            gr, gi, lr, li = tl.associative_scan((ar, ai, xr, xi), 0, _complex_affine)
+            hr = gr * cr[None, :] - gi * ci[None, :] + lr
+            hi = gr * ci[None, :] + gi * cr[None, :] + li
+            out = out_ptr + row * s_ob + t[:, None] * s_ot + feats[None, :] * s_od
+            tl.store(out, hr.to(out_ptr.dtype.element_ty), mask=mask)
+            tl.store(out + 1, hi.to(out_ptr.dtype.element_ty), mask=mask)
+            if NEED_GA:
+                before = mask & (t >= 1)[:, None]
+                p_at = b_row + (t[:, None] - 1) * s_bt
+                pr = tl.load(p_at, mask=before, other=0.0).to(acc)
+                pi = tl.load(p_at + 1, mask=before, other=0.0).to(acc)
+                pr = tl.where((t == 0)[:, None], fr[None, :], pr)
+                pi = tl.where((t == 0)[:, None], fi[None, :], pi)
+                ga = ga_ptr + row * s_bb + t[:, None] * s_bt + feats[None, :] * s_bd
+                tl.store(ga, (hr * pr + hi * pi).to(ga_ptr.dtype.element_ty), mask=mask)
+                tl.store(ga + 1, (hi * pr - hr * pi).to(ga_ptr.dtype.element_ty), mask=mask)
+            cr = _last_row(hr, rows, CHUNK)
+            ci = _last_row(hi, rows, CHUNK)
+
 
 @contextlib.contextmanager
 def tile(chunk: int, block_d: int, warps: int = 4) -> Iterator[None]:
@@ -227,6 +296,14 @@ def scan_into(
     """
     if parity and a is not None:
         raise ValueError("parity is a cumulative sum mod 2: it takes no gate a")
+    if b.is_complex():
+        if reverse:  # the complex kernel walks forward: scan the time-reversed sequence
+            flipped = torch.empty(b.shape, dtype=b.dtype, device=b.device)
+            _complex(None if a is None else a.flip(1), b.flip(1), h0, flipped, None, None)
+            out.copy_(flipped.flip(1))
+        else:
+            _complex(a, b, h0, out, None, None)
+        return
     batch, steps, width = b.shape
     chunk, block_d, warps = tile_for(batch, width, b.device)
     a_ = b if a is None else a
@@ -248,9 +325,12 @@ def scan_backward(
     ``a = None`` means ``a = 1``. ``dL/da`` is None unless ``need_grad_a``.
     """
     batch, steps, width = grad.shape
-    chunk, block_d, warps = tile_for(batch, width, grad.device)
     total = torch.empty(grad.shape, dtype=grad.dtype, device=grad.device)
     grad_a = torch.empty_like(total) if need_grad_a else total
+    if grad.is_complex():
+        _complex(a, h, h0, total, grad, grad_a if need_grad_a else None)
+        return total, (grad_a if need_grad_a else None)
+    chunk, block_d, warps = tile_for(batch, width, grad.device)
     a_ = torch.ones((), dtype=grad.dtype, device=grad.device).expand(grad.shape) if a is None else a
     h0_ = h[:, 0] if h0 is None else h0
     with _device_guard(grad):
@@ -261,3 +341,37 @@ def scan_backward(
             CHUNK=chunk, BLOCK_D=block_d, F64=grad.dtype == torch.float64, num_warps=warps,
         )  # fmt: skip
     return total, (grad_a if need_grad_a else None)
+
+
+def _complex(
+    a: torch.Tensor | None,
+    b: torch.Tensor,
+    h0: torch.Tensor | None,
+    out: torch.Tensor,
+    grad: torch.Tensor | None,
+    grad_a: torch.Tensor | None,
+) -> None:
+    """The complex scan on real views: forward (``grad`` None: ``b`` is the input) or backward
+    (``b`` is the forward's ``h``; ``out`` gets ``G`` and ``grad_a``, when given, ``G conj(h_{t-1})``).
+
+    ``grad`` and ``grad_a`` are made to share ``b``'s strides, which the kernel reads them with.
+    """
+    batch, steps, width = b.shape
+    chunk, block_d, warps = tile_for(batch, width, b.device)
+    if a is None:
+        a = torch.ones((), dtype=b.dtype, device=b.device).expand(b.shape)
+    b = b.contiguous()
+    backward = grad is not None
+    g = grad.contiguous() if backward else b
+    ga = grad_a if grad_a is not None else out
+    if out.stride() != b.stride() or ga.stride() != b.stride():
+        raise ValueError("the complex kernel writes contiguous (batch, time, d) outputs")
+    real = [torch.view_as_real(x) for x in (a, b, out, g, ga)]
+    h0_ = torch.view_as_real(h0 if h0 is not None else b[:, 0])
+    with _device_guard(b):
+        _complex_scan_kernel[_grid(batch, width, block_d)](
+            real[0], real[1], h0_, real[2], real[3], real[4], steps, width,
+            *real[0].stride()[:3], *real[1].stride()[:3], *h0_.stride()[:2], *real[2].stride()[:3],
+            HAS_H0=h0 is not None, BACKWARD=backward, NEED_GA=grad_a is not None,
+            CHUNK=chunk, BLOCK_D=block_d, F64=b.dtype == torch.complex128, num_warps=warps,
+        )  # fmt: skip

@@ -37,7 +37,7 @@ On a GPU the same public functions run Triton kernels (:mod:`codesign.nn.gpu_sca
 ``a`` and ``b`` and one write of ``h``, in the ``(batch, time, d)`` layout, with the backward's
 ``dL/da`` fused into its reverse scan. :func:`scan_backend` chooses per call from the tensor's
 device, and the environment variable ``CODESIGN_SCAN_BACKEND`` (``auto``, ``torch`` or ``triton``)
-overrides it; complex tensors always take the torch path.
+overrides it.
 """
 
 from __future__ import annotations
@@ -75,11 +75,11 @@ _BACKENDS = ("auto", "torch", "triton")
 def scan_backend(t: torch.Tensor) -> Literal["torch", "triton"]:
     """Which evaluator scans ``t``: ``"triton"`` or ``"torch"``.
 
-    ``auto`` (the default) takes the Triton kernels for a real floating-point CUDA tensor when
-    triton is installed, and the torch path otherwise, so CPU tensors never change path.
+    ``auto`` (the default) takes the Triton kernels for a floating-point or complex CUDA tensor
+    when triton is installed, and the torch path otherwise, so CPU tensors never change path.
     ``triton`` forces the kernels on any device (on CPU tensors they need ``TRITON_INTERPRET=1``
     set before the first scan; this is how the tests check them without a GPU); ``torch`` forces
-    the torch path. Complex tensors, and dtypes the kernels do not take, always use torch.
+    the torch path. Dtypes the kernels do not take (integers) always use torch.
     """
     choice = os.environ.get(BACKEND_ENV, "auto")
     if choice not in _BACKENDS:

@@ -49,6 +49,14 @@ def main(argv: list[str] | None = None) -> int:
         _compile(
             triton, gpu_scan._scan_backward_kernel, dtype, consts, target, ("backward", dtype, has_h0, need)
         )
+    for dtype, has_h0, backward in itertools.product(
+        ("float32",) if args.quick else ("float32", "float64"), flags, (False, True)
+    ):
+        consts = {"HAS_H0": has_h0, "BACKWARD": backward, "NEED_GA": backward, "CHUNK": 64, "BLOCK_D": 32}
+        label = ("complex", dtype, has_h0, backward)
+        _compile(
+            triton, gpu_scan._complex_scan_kernel, dtype, {**consts, "F64": dtype == "float64"}, target, label
+        )
     for warps in () if args.quick else (1, 2):  # the warp counts the benchmark's tile sweep tries
         consts = {
             "HAS_A": True,
