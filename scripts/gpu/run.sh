@@ -27,7 +27,7 @@ PYEOF
 cat "$OUT/env.json"
 
 if "$PY" -c "import pytest, hypothesis" 2>/dev/null; then
-    timeout 240 "$PY" -m pytest -q -p no:cacheprovider tests/test_gpu_scan.py -rs \
+    timeout 200 "$PY" -m pytest -q -p no:cacheprovider tests/test_gpu_scan.py -rs \
         --junitxml="$OUT/tests.xml" > "$OUT/tests.log" 2>&1
     echo $? > "$OUT/tests_rc.txt"
     tail -5 "$OUT/tests.log"
@@ -37,9 +37,9 @@ else
 fi
 
 if "$PY" -c "import typer, rich" 2>/dev/null; then
-    timeout 330 "$PY" -m codesign bench scan --device cuda --json "$OUT/bench_scan.json" > "$OUT/bench.log" 2>&1
+    timeout 300 "$PY" -m codesign bench scan --device cuda --json "$OUT/bench_scan.json" > "$OUT/bench.log" 2>&1
 else
-    timeout 330 "$PY" scripts/gpu/bench_scan.py "$OUT/bench_scan.json" > "$OUT/bench.log" 2>&1
+    timeout 300 "$PY" scripts/gpu/bench_scan.py "$OUT/bench_scan.json" > "$OUT/bench.log" 2>&1
 fi
 echo $? > "$OUT/bench_rc.txt"
 tail -3 "$OUT/bench.log"
