@@ -7,8 +7,8 @@ and 131,072:
 * :func:`linear_scan` (float32 and bfloat16), :func:`cumulative_scan`, :func:`last_update_scan` and
   :func:`xor_scan` on the Triton kernels, with the ratios the targets name (scan / floor,
   cumulative scan / ``torch.cumsum``);
-* the torch path of :func:`linear_scan` at the shortest length (what CUDA tensors ran before the
-  kernels), and accelerated-scan's Triton scan in its ``(B, C, T)`` layout and with transposes from
+* the torch path of :func:`linear_scan` at the shortest length (the CPU-tuned evaluator on the
+  GPU, ``CODESIGN_SCAN_BACKEND=torch``), and accelerated-scan's Triton scan in its ``(B, C, T)`` layout and with transposes from
   ``(B, T, C)`` when that package is installed;
 * a sweep of the kernels' tile shapes at the middle length, and their agreement with the CPU
   float64 scan (values and gradients);
