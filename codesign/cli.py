@@ -302,8 +302,15 @@ def bench(
     sequences: Annotated[int, typer.Option(help="rtl: sequences per point")] = 4,
     steps: Annotated[int, typer.Option(help="rtl: steps per sequence")] = 40,
     json_path: Annotated[
-        Path | None, typer.Option("--json", help="rtl, surnn: write the figures here")
+        Path | None, typer.Option("--json", help="scan, rtl, surnn: write the figures here")
     ] = None,
+    device: Annotated[
+        str,
+        typer.Option(
+            help="scan: auto, cpu or cuda (auto: cuda when torch.cuda.is_available()); cuda measures the "
+            "Triton scans against the floor, torch.cumsum and torch.nn.GRU"
+        ),
+    ] = "auto",
     rates: Annotated[
         str, typer.Option(help="surnn, rtl (selective bundles): comma-separated update rates p")
     ] = "0.1,0.3,1.0",
@@ -352,6 +359,10 @@ def bench(
 ) -> None:
     """Benchmarks that print JSON: scan and cell speed (scan), accelerator cycles per step (rtl), or
     mask-aware suRNN streaming inference against the dense path (surnn)."""
+    if device not in ("auto", "cpu", "cuda"):
+        raise CodesignError(f"--device {device!r}: expected auto, cpu or cuda")
+    if device != "auto" and what != "scan":
+        raise CodesignError(f"--device applies to `bench scan` only, not `bench {what}`")
     if what == "surnn":
         _bench_surnn(json_path, rates, measured or [], sizes, batches, repeats, markdown, cells)
         return
@@ -379,9 +390,32 @@ def bench(
         return
     if what != "scan":
         raise CodesignError(f"unknown benchmark {what!r}; available: scan, rtl, surnn")
-    from codesign.nn.bench import main
+    _bench_scan(device, json_path)
 
-    raise typer.Exit(main() or 0)
+
+def _bench_scan(device: str, json_path: Path | None) -> None:
+    import torch
+
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cpu":
+        from codesign.nn.bench import main
+
+        raise typer.Exit(main(["--out", str(json_path)] if json_path is not None else []) or 0)
+    if not torch.cuda.is_available():
+        raise CodesignError("--device cuda: no CUDA device is available (torch.cuda.is_available() is False)")
+    from codesign.atomic import write_text
+    from codesign.nn.bench_gpu import bench_gpu
+
+    def progress(report: dict) -> None:
+        done = [k for k in ("agreement", "tiles", "cells") if k in report] + list(report["scan"])
+        console.print(f"bench scan --device cuda: {', '.join(done)} done", highlight=False)
+        if json_path is not None:
+            write_text(json_path, json.dumps(report, indent=2) + "\n")
+
+    report = bench_gpu(device="cuda", progress=progress)
+    if json_path is None:
+        print(json.dumps(report, indent=2))
 
 
 def _parse_rates(rates: str) -> list[float]:

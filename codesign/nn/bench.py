@@ -367,8 +367,9 @@ def main(argv: list[str] | None = None) -> int:
         cfg = BenchConfig(**{**cfg.__dict__, "repeats": args.repeats})
     report = bench_scan(cfg)
     if args.out:
-        with open(args.out, "w") as f:
-            f.write(json.dumps(report, indent=2) + "\n")
+        from codesign.atomic import write_text
+
+        write_text(args.out, json.dumps(report, indent=2) + "\n")
     return 0
 
 

@@ -32,17 +32,33 @@ Closed forms for the binary gates:
   state, ``d_t = (d_0 + sum_{r <= t} s_r) mod 2``, whose backward pass is a signed cumulative sum.
 
 Their backward passes give the same gradients as :func:`linear_scan` on the equivalent ``(a, b)``.
+
+On a GPU the same public functions run Triton kernels (:mod:`codesign.nn.gpu_scan`): one read of
+``a`` and ``b`` and one write of ``h``, in the ``(batch, time, d)`` layout, with the backward's
+``dL/da`` fused into its reverse scan. :func:`scan_backend` chooses per call from the tensor's
+device, and the environment variable ``CODESIGN_SCAN_BACKEND`` (``auto``, ``torch`` or ``triton``)
+overrides it.
 """
 
 from __future__ import annotations
 
 import math
+import os
 from typing import Literal
 
 import torch
 from torch.autograd.function import once_differentiable
 
-__all__ = ["WIDE_STEP", "cumulative_scan", "last_update_scan", "linear_scan", "sequential_scan", "xor_scan"]
+__all__ = [
+    "BACKEND_ENV",
+    "WIDE_STEP",
+    "cumulative_scan",
+    "last_update_scan",
+    "linear_scan",
+    "scan_backend",
+    "sequential_scan",
+    "xor_scan",
+]
 
 WIDE_STEP = 4096
 """A step with at least this many numbers (``batch * d``) is scanned step by step, unchunked."""
@@ -50,6 +66,41 @@ WIDE_STEP = 4096
 _MIN_CHUNKED_LENGTH = 64
 _GRAIN = 32768  # torch's elementwise parallel grain size
 _FLUSH_EVERY = 32
+
+BACKEND_ENV = "CODESIGN_SCAN_BACKEND"
+"""Environment variable choosing the scan evaluator: ``auto`` (default), ``torch`` or ``triton``."""
+_BACKENDS = ("auto", "torch", "triton")
+
+
+def scan_backend(t: torch.Tensor) -> Literal["torch", "triton"]:
+    """Which evaluator scans ``t``: ``"triton"`` or ``"torch"``.
+
+    ``auto`` (the default) takes the Triton kernels for a floating-point or complex CUDA tensor
+    when triton is installed, and the torch path otherwise, so CPU tensors never change path.
+    ``triton`` forces the kernels on any device (on CPU tensors they need ``TRITON_INTERPRET=1``
+    set before the first scan; this is how the tests check them without a GPU); ``torch`` forces
+    the torch path. Dtypes the kernels do not take (integers) always use torch.
+    """
+    choice = os.environ.get(BACKEND_ENV, "auto")
+    if choice not in _BACKENDS:
+        raise ValueError(f"{BACKEND_ENV}={choice!r} is not one of {', '.join(_BACKENDS)}")
+    if choice == "torch" or (choice == "auto" and not t.is_cuda):
+        return "torch"
+    from codesign.nn import gpu_scan
+
+    if t.dtype not in gpu_scan.DTYPES:
+        return "torch"
+    if not gpu_scan.available():
+        if choice == "triton":
+            raise RuntimeError(f"{BACKEND_ENV}=triton but triton is not installed (pip install triton)")
+        return "torch"
+    return "triton"
+
+
+def _gpu():
+    from codesign.nn import gpu_scan
+
+    return gpu_scan
 
 
 def _check(a: torch.Tensor | None, b: torch.Tensor, h0: torch.Tensor | None) -> None:
@@ -115,6 +166,9 @@ def _scan_into(
     Forward: ``out_t = a_t out_{t-1} + b_t`` with ``out_{-1} = h0``; reverse:
     ``out_t = a_t out_{t+1} + b_t`` with ``out_T = h0``. ``h0 = None`` is a zero state.
     """
+    if scan_backend(b) == "triton":
+        _gpu().scan_into(a, b, h0, out, reverse)
+        return
     steps = b.shape[1]
     chunk = _chunk_length(steps, b.shape[0] * b.shape[2])
     if chunk == 1:
@@ -214,8 +268,11 @@ class _LinearScan(torch.autograd.Function):
     @once_differentiable
     def backward(ctx, grad: torch.Tensor):
         a, h, h0 = ctx.saved_tensors
-        total = _reverse_gradient(a, grad)
-        grad_a = _gate_gradient(total, h, h0) if ctx.needs_input_grad[0] else None
+        if scan_backend(grad) == "triton":
+            total, grad_a = _gpu().scan_backward(a, grad.to(h.dtype), h, h0, ctx.needs_input_grad[0])
+        else:
+            total = _reverse_gradient(a, grad)
+            grad_a = _gate_gradient(total, h, h0) if ctx.needs_input_grad[0] else None
         grad_h0 = _initial_gradient(a[:, 0], total[:, 0]) if ctx.needs_input_grad[2] else None
         return grad_a, total, grad_h0
 
@@ -296,11 +353,15 @@ class _LastUpdateScan(torch.autograd.Function):
     def backward(ctx, grad: torch.Tensor):
         z, v, h, h0 = ctx.saved_tensors
         a = 1 - z
-        total = _reverse_gradient(a, grad)
+        if scan_backend(grad) == "triton":
+            total, gate = _gpu().scan_backward(a, grad.to(h.dtype), h, h0, ctx.needs_input_grad[0])
+        else:
+            total = _reverse_gradient(a, grad)
+            gate = _gate_gradient(total, h, h0) if ctx.needs_input_grad[0] else None
         grad_z = grad_v = grad_h0 = None
         if ctx.needs_input_grad[0]:
             # h_t = (1 - z_t) h_{t-1} + z_t v_t: dh_t/dz_t = v_t - h_{t-1}
-            grad_z = (total * v).sub_(_gate_gradient(total, h, h0))
+            grad_z = (total * v).sub_(gate)
         if ctx.needs_input_grad[1]:
             grad_v = total * z
         if ctx.needs_input_grad[2]:
@@ -334,7 +395,10 @@ class _XorScan(torch.autograd.Function):
     @staticmethod
     def forward(ctx, s: torch.Tensor, d0: torch.Tensor | None) -> torch.Tensor:
         count = torch.empty_like(s)
-        _scan_into(None, s, d0, count)
+        if scan_backend(s) == "triton":
+            _gpu().scan_into(None, s, d0, count, parity=True)
+        else:
+            _scan_into(None, s, d0, count)
         d = count.remainder_(2)
         ctx.save_for_backward(s, d, d0)
         return d
