@@ -26,7 +26,8 @@ from codesign.train.trainer import evaluate, model_score, plain_state, validatio
 
 def deployed_model(recipe: Recipe, task, model: torch.nn.Module) -> torch.nn.Module:
     """The float64 torch model of the bundle ``codesign export`` would write for ``model``'s weights."""
-    plain = build_model(recipe, task)
+    with torch.random.fork_rng(devices=[]):  # building a model draws: leave training's random stream alone
+        plain = build_model(recipe, task)
     plain.load_state_dict(plain_state(model))
     cells = [m for m in plain.modules() if isinstance(m, CMRU)]
     for cell, trained in zip(cells, [m for m in model.modules() if isinstance(m, CMRU)], strict=True):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import platform
 import random
 import warnings
@@ -37,8 +38,12 @@ class RepeatabilityWarning(UserWarning):
 
 
 def thread_count(requested: int | None) -> int:
-    """The recipe's ``train.threads``, or at most 2 (small models gain nothing from more)."""
-    return requested or min(2, torch.get_num_threads())
+    """The recipe's ``train.threads``, else 2 (1 on a one-core machine): small models gain nothing from more.
+
+    Taken from the machine, not from ``torch.get_num_threads()``: that is whatever an earlier run
+    in the same process set, and a run must not depend on what ran before it.
+    """
+    return requested or min(2, os.cpu_count() or 1)
 
 
 def seed_everything(seed: int, threads: int) -> None:

@@ -357,6 +357,8 @@ def restore(run: Run) -> TrainState:
     run.opt.load_state_dict(state["optimizer"])
     run.sched.load_state_dict(state["scheduler"])
     run.gen.set_state(state["generator"])
+    if "torch_rng" in state:  # checkpoints written before it was saved resume without it
+        torch.set_rng_state(state["torch_rng"])
     best = state["best_score"]
     best = tuple(best) if isinstance(best, list | tuple) else (best, -math.inf)  # older runs: a number
     return TrainState(
@@ -407,6 +409,7 @@ def save_last(run: Run, state: TrainState, elapsed: float) -> None:
             "optimizer": run.opt.state_dict(),
             "scheduler": run.sched.state_dict(),
             "generator": run.gen.get_state(),
+            "torch_rng": torch.get_rng_state(),  # what draws from the global generator (mismatch-aware gates)
             "iteration": state.iteration,
             "best_score": list(state.best),
             "best_it": state.best_it,
