@@ -106,7 +106,7 @@ class ActivationGrid(nn.Module):
     grid (``docs/integer-semantics.md``); the export puts half a grid step into their biases
     (:func:`codesign.quant.stack.round_half`), so the shift rounds to nearest, and QAT rounds the
     same way here. Trained on a continuous ``alpha_t``, a bias-only alpha a few grid steps wide
-    deployed tens of percent off, and eps = 1 accumulated the error (issue 19).
+    deployed tens of percent off, and eps = 1 accumulated the error.
 
     ``frac``: a fixed grid ``2**-frac`` (the minGRU gate: ``gate_bits``). Without it the grid is
     the finest power of two on which the largest ``|a|`` of the batch fits ``bits`` -- the rule
@@ -153,12 +153,14 @@ def _input_fracs(
 
     The grid of layer ``k``'s accumulators is ``2**-(e_i + z_frac)`` with ``z_frac`` the
     fractional bits of what reaches it: the input format for layer 0; a CMRU/BMRU layer's state
-    grid (set by its alpha, ``pow2_frac(max |alpha|, alpha_bits)``) for the next layer; plus the
-    DCLS weight scale behind a delay front end. Grids that come from calibration (after an
-    alphaCMRU, minGRU or HSRU layer) are only known at export and are left out.
+    grid (set by its alpha, ``pow2_frac(max |alpha|, alpha_bits)``) for the next layer; 0 after
+    an HSRU layer (its output is 0 or 1); plus the DCLS weight scale behind a delay front end.
+    Grids that come from calibration (after an alphaCMRU or minGRU layer) are only known at export
+    and are left out.
     """
     from codesign.nn.cmru import CMRU, AlphaCMRU
     from codesign.nn.dcls import DCLS1d
+    from codesign.nn.hardware import HardwareHSRU
 
     cells = list(getattr(model, "cells", []))
     fronts = list(getattr(model, "fronts", [None] * len(cells)))
@@ -170,9 +172,12 @@ def _input_fracs(
             base: Callable[[], int] = lambda f=input_frac: f  # noqa: E731
         else:
             prev = cells[index - 1]
-            if not isinstance(prev, CMRU) or isinstance(prev, AlphaCMRU) or alpha_bits is None:
+            if isinstance(prev, HardwareHSRU):  # its output is 0/1: integers
+                base = lambda: 0  # noqa: E731
+            elif not isinstance(prev, CMRU) or isinstance(prev, AlphaCMRU) or alpha_bits is None:
                 continue
-            base = lambda prev=prev: pow2_frac(float(prev.alpha.detach().abs().max()), alpha_bits)  # noqa: E731
+            else:
+                base = lambda prev=prev: pow2_frac(float(prev.alpha.detach().abs().max()), alpha_bits)  # noqa: E731
         if isinstance(front, DCLS1d):
             out[id(cell)] = lambda base=base, front=front: (
                 base() + pow2_frac(float(front.weight.detach().abs().max()), dcls_weight_bits)
@@ -198,14 +203,15 @@ def add_fake_quant(
     * the alphaCMRU ``alpha_t`` on its deployed grid at ``alpha_bits`` and, with ``gate_bits``,
       the minGRU gate on its ``2**-gate_bits`` grid (:class:`ActivationGrid`);
     * DCLS front ends: integer delays (hard mode) and weights on their one ``dcls_weight_bits`` scale;
-    * CMRU/BMRU biases on their accumulator grid wherever that grid is known before export (see
-      :func:`_input_fracs`: layer 0 with ``input_frac``, and layers fed by a CMRU/BMRU layer);
+    * CMRU/BMRU, alphaCMRU, minGRU gate and HSRU input biases on their accumulator grid wherever
+      that grid is known before export (see :func:`_input_fracs`: layer 0 with ``input_frac``,
+      and layers fed by a CMRU/BMRU or HSRU layer);
     * with ``input_bits`` too, the inputs on the deployed input grid (``2**-input_frac``,
       saturated to ``input_bits``) before every forward pass.
     """
     from codesign.nn.cmru import CMRU, AlphaCMRU
     from codesign.nn.dcls import DCLS1d
-    from codesign.nn.hardware import HardSigmoidMinGRU
+    from codesign.nn.hardware import HardSigmoidMinGRU, HardwareHSRU
 
     for front in getattr(model, "fronts", []):
         if isinstance(front, DCLS1d):
@@ -257,6 +263,15 @@ def add_fake_quant(
                             weight_bits, z_fracs[id(module)], [lambda wa=wa: wa], bias_bits=bias_bits
                         ),
                     )
+        if isinstance(module, HardwareHSRU) and id(module) in z_fracs:
+            # the input current's bias on its accumulator grid: at 4 bits a step of 2**-7 or so,
+            # which the leaky potential sums ~2**leak_shift times before the threshold compares it
+            wi = module.current.weight
+            parametrize.register_parametrization(
+                module.current,
+                "bias",
+                FakeQuantBias(weight_bits, z_fracs[id(module)], [lambda wi=wi: wi], bias_bits=bias_bits),
+            )
         if gate_bits is not None and isinstance(module, HardSigmoidMinGRU):
             module.gate_quant = ActivationGrid(frac=gate_bits)
             if id(module) in z_fracs:  # its bias on the accumulator grid too: no ties moved by export
