@@ -338,6 +338,7 @@ def with_training_grids(recipe: Recipe, model: torch.nn.Module) -> torch.nn.Modu
         q.layer.dcls_weight_bits,
         q.layer.bias_bits,
         q.layer.gate_bits,
+        q.layer.state_bits,
     )
 
 
