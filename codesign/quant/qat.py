@@ -295,6 +295,32 @@ def _bias_caps(model: nn.Module, z_fracs: dict, bias_bits: int) -> dict[int, Bia
     return caps
 
 
+def _fake_quant_cmru(
+    module: nn.Module, weight_bits: int, bias_bits: int, z_frac, caps: dict, first: bool
+) -> None:
+    """A CMRU's candidate and threshold rows on one shared scale, their biases on the accumulator grid."""
+    cand, thr = module.candidate, module.threshold
+    c0, t0 = cand.weight, thr.weight  # the float parameters, before re-parametrization
+    cap = caps.get(id(cand))
+    parametrize.register_parametrization(
+        cand, "weight", FakeQuant(weight_bits, partner=lambda t0=t0: t0, cap=cap)
+    )
+    parametrize.register_parametrization(
+        thr, "weight", FakeQuant(weight_bits, partner=lambda c0=c0: c0, cap=cap)
+    )
+    if z_frac is None:
+        return
+    rows = [lambda c0=c0: c0, lambda t0=t0: t0]
+    pair = None
+    if first:  # silent steps leave the bias alone: keep the rest gates
+        bc0, bt0 = cand.bias, thr.bias
+        pair = (lambda bc0=bc0: bc0, lambda bt0=bt0: bt0)
+    for lin, is_cand in ((cand, True), (thr, False)):
+        rest_pair = None if pair is None else (*pair, is_cand)
+        quant = FakeQuantBias(weight_bits, z_frac, rows, rest_pair=rest_pair, bias_bits=bias_bits, cap=cap)
+        parametrize.register_parametrization(lin, "bias", quant)
+
+
 def add_fake_quant(
     model: nn.Module,
     weight_bits: int,
@@ -334,85 +360,32 @@ def add_fake_quant(
     caps = _bias_caps(model, z_fracs, bias_bits)
     first = next(iter(getattr(model, "cells", [])), None)
     done: set[int] = set()
+
+    def bias_on_grid(lin: nn.Linear, module: nn.Module) -> None:
+        """One row set's bias on its accumulator grid (when that grid is known or estimated)."""
+        if id(module) in z_fracs:
+            w = lin.weight
+            quant = FakeQuantBias(
+                weight_bits, z_fracs[id(module)], [lambda w=w: w], bias_bits=bias_bits, cap=caps.get(id(lin))
+            )
+            parametrize.register_parametrization(lin, "bias", quant)
+
     for module in model.modules():
         if isinstance(module, CMRU):
-            cand, thr = module.candidate, module.threshold
-            c0, t0 = cand.weight, thr.weight  # the float parameters, before re-parametrization
-            cap = caps.get(id(cand))
-            parametrize.register_parametrization(
-                cand, "weight", FakeQuant(weight_bits, partner=lambda t0=t0: t0, cap=cap)
-            )
-            parametrize.register_parametrization(
-                thr, "weight", FakeQuant(weight_bits, partner=lambda c0=c0: c0, cap=cap)
-            )
-            if id(module) in z_fracs:
-                rows = [lambda c0=c0: c0, lambda t0=t0: t0]
-                z_frac = z_fracs[id(module)]
-                pair = None
-                if module is first:  # silent steps leave the bias alone: keep the rest gates
-                    bc0, bt0 = cand.bias, thr.bias
-                    pair = (lambda bc0=bc0: bc0, lambda bt0=bt0: bt0)
-                for lin, is_cand in ((cand, True), (thr, False)):
-                    parametrize.register_parametrization(
-                        lin,
-                        "bias",
-                        FakeQuantBias(
-                            weight_bits,
-                            z_frac,
-                            rows,
-                            rest_pair=None if pair is None else (*pair, is_cand),
-                            bias_bits=bias_bits,
-                            cap=cap,
-                        ),
-                    )
-            done |= {id(cand), id(thr)}
+            _fake_quant_cmru(module, weight_bits, bias_bits, z_fracs.get(id(module)), caps, module is first)
+            done |= {id(module.candidate), id(module.threshold)}
             if alpha_bits and isinstance(getattr(module, "alpha", None), nn.Parameter):
                 parametrize.register_parametrization(module, "alpha", FakeQuant(alpha_bits, per_row=False))
             if alpha_bits and isinstance(module, AlphaCMRU):
                 module.alpha_quant = ActivationGrid(bits=alpha_bits)
-                if id(module) in z_fracs:  # its bias on the accumulator grid too: no ties moved by export
-                    wa = module.alpha_proj.weight
-                    parametrize.register_parametrization(
-                        module.alpha_proj,
-                        "bias",
-                        FakeQuantBias(
-                            weight_bits,
-                            z_fracs[id(module)],
-                            [lambda wa=wa: wa],
-                            bias_bits=bias_bits,
-                            cap=caps.get(id(module.alpha_proj)),
-                        ),
-                    )
-        if isinstance(module, HardwareHSRU) and id(module) in z_fracs:
+                bias_on_grid(module.alpha_proj, module)  # no ties moved by export
+        if isinstance(module, HardwareHSRU):
             # the input current's bias on its accumulator grid: at 4 bits a step of 2**-7 or so,
             # which the leaky potential sums ~2**leak_shift times before the threshold compares it
-            wi = module.current.weight
-            parametrize.register_parametrization(
-                module.current,
-                "bias",
-                FakeQuantBias(
-                    weight_bits,
-                    z_fracs[id(module)],
-                    [lambda wi=wi: wi],
-                    bias_bits=bias_bits,
-                    cap=caps.get(id(module.current)),
-                ),
-            )
+            bias_on_grid(module.current, module)
         if gate_bits is not None and isinstance(module, HardSigmoidMinGRU):
             module.gate_quant = ActivationGrid(frac=gate_bits)
-            if id(module) in z_fracs:  # its bias on the accumulator grid too: no ties moved by export
-                wg = module.gate.weight
-                parametrize.register_parametrization(
-                    module.gate,
-                    "bias",
-                    FakeQuantBias(
-                        weight_bits,
-                        z_fracs[id(module)],
-                        [lambda wg=wg: wg],
-                        bias_bits=bias_bits,
-                        cap=caps.get(id(module.gate)),
-                    ),
-                )
+            bias_on_grid(module.gate, module)  # no ties moved by export
     if input_frac is not None and input_bits is not None:
         model.register_forward_pre_hook(_InputGrid(input_bits, input_frac))
     readout = getattr(model, "readout", None)
