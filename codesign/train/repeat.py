@@ -47,16 +47,29 @@ def thread_count(requested: int | None) -> int:
 
 
 def seed_everything(seed: int, threads: int) -> None:
-    """Seed torch, numpy and ``random``, fix the thread count, prefer deterministic kernels.
-
-    ``warn_only``: a kernel without a deterministic version warns instead of failing, so a recipe
-    that trains today keeps training (the CPU kernels the trainer uses are deterministic).
-    """
+    """Seed torch, numpy and ``random`` and fix the thread count."""
     torch.set_num_threads(threads)
     torch.manual_seed(seed)
     np.random.seed(seed % 2**32)
     random.seed(seed)
+
+
+@contextlib.contextmanager
+def deterministic() -> Iterator[None]:
+    """Deterministic kernels while training, the process's own setting restored after.
+
+    ``warn_only``: a kernel without a deterministic version warns instead of failing, so every
+    recipe still trains (the CPU kernels the trainer uses are deterministic).
+    """
+    before, warn_only = (
+        torch.are_deterministic_algorithms_enabled(),
+        torch.is_deterministic_algorithms_warn_only_enabled(),
+    )
     torch.use_deterministic_algorithms(True, warn_only=True)
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(before, warn_only=warn_only)
 
 
 def environment(seed: int, threads: int) -> dict:

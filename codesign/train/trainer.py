@@ -33,7 +33,14 @@ from codesign.errors import CodesignError
 from codesign.nn.surnn import update_rate
 from codesign.train.models import annealed_eps, build_model, set_eps
 from codesign.train.recipe import Recipe, build_task, parse_recipe
-from codesign.train.repeat import environment, record, seed_everything, thread_count, warn_if_threads_differ
+from codesign.train.repeat import (
+    deterministic,
+    environment,
+    record,
+    seed_everything,
+    thread_count,
+    warn_if_threads_differ,
+)
 
 RECIPE_FILE = "recipe.yaml"
 BEST = "best.pt"
@@ -548,7 +555,11 @@ def train(recipe: Recipe, run_dir: str | Path, *, progress: bool = True) -> Trai
     Stages: the run directory and a repeatable process (:mod:`codesign.train.repeat`), the model
     and optimizer, the state to resume from, the loop, then the kept checkpoint's test score.
     """
-    run_dir = Path(run_dir)
+    with deterministic():
+        return _train(recipe, Path(run_dir), progress)
+
+
+def _train(recipe: Recipe, run_dir: Path, progress: bool) -> TrainResult:
     resuming = _prepare_run_dir(run_dir, recipe)
     threads = thread_count(recipe.train.threads)
     seed_everything(recipe.seed, threads)
