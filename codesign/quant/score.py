@@ -21,7 +21,7 @@ from codesign.quant.export import bundle_from_model
 from codesign.quant.stack import deployed_from_bundle
 from codesign.train.models import build_model
 from codesign.train.recipe import Recipe
-from codesign.train.trainer import evaluate, model_score, plain_state, validation_loss
+from codesign.train.trainer import metric_and_loss, model_score, plain_state
 
 
 def deployed_model(recipe: Recipe, task, model: torch.nn.Module) -> torch.nn.Module:
@@ -55,4 +55,4 @@ class DeployedScorer:
         except CodesignError:
             value, loss, _ = model_score(model, task, x, y)
             return value, loss, False
-        return evaluate(deployed, task, x, y), validation_loss(deployed, task, x, y), True
+        return (*metric_and_loss(deployed, task, x, y), True)
