@@ -20,7 +20,8 @@ from codesign.golden.model import quantize_inputs, run_golden
 from codesign.nn.hardware import HW_CELLS, HardwareStack
 from codesign.quant.stack import deployed_from_bundle, quantize_stack
 from codesign.train.recipe import QuantSpec, Recipe
-from codesign.train.trainer import evaluate, load_run, make_recipe_task
+from codesign.train.repeat import run_threads
+from codesign.train.trainer import evaluate, load_run, make_recipe_task, with_training_grids
 
 SUPPORTED = (
     f"the hardware profile (recipe model.arch: hardware) with cells {sorted(HW_CELLS)}, eps in {{-1, 0, 1}}"
@@ -87,7 +88,19 @@ def golden_accuracy(bundle: Bundle, task, x: torch.Tensor, y: torch.Tensor) -> t
 
 
 def export_run(run_dir: str | Path, out: str | Path, quant: QuantSpec | None = None) -> tuple[Bundle, dict]:
-    """Quantize a run's best checkpoint, check torch == golden on its test set, write the bundle."""
+    """Quantize a run's best checkpoint, check torch == golden on its test set, write the bundle.
+
+    Computes with the thread count the run was trained with (its float scores repeat), and reports
+    three accuracies: ``trained_test_accuracy`` (what ``codesign train`` reported: for a QAT run of
+    a deployable model, the deployed model's), ``float_test_accuracy`` (the checkpoint's forward
+    pass as training ran it, fake quantization and input grid included) and
+    ``quantized_test_accuracy`` (the golden model's, the hardware's).
+    """
+    with run_threads(Path(run_dir)):
+        return _export_run(run_dir, out, quant)
+
+
+def _export_run(run_dir: str | Path, out: str | Path, quant: QuantSpec | None) -> tuple[Bundle, dict]:
     recipe, model, summary = load_run(run_dir)
     task = make_recipe_task(recipe)
     # selective-update layers: neurons that open together share lane groups (the logits are unchanged)
@@ -103,7 +116,8 @@ def export_run(run_dir: str | Path, out: str | Path, quant: QuantSpec | None = N
         "run": str(run_dir),
         "task": {"name": recipe.task.name, **recipe.task.run_options(recipe.seed)},  # as trained
         "seed": recipe.seed,
-        "float_test_accuracy": evaluate(model, task, x_test, y_test),
+        "trained_test_accuracy": summary.get("test"),
+        "float_test_accuracy": evaluate(with_training_grids(recipe, model), task, x_test, y_test),
         "quantized_test_accuracy": quantized,
         "torch_vs_golden_mismatches": mismatches,
         "test_sequences": len(y_test),

@@ -38,12 +38,14 @@ class FakeQuant(nn.Module):
     ``per_row`` gives each row its own scale (accumulator rows); otherwise one scale for the
     tensor (the readout, alpha). ``partner`` returns another tensor whose rows share the scale
     (a CMRU's candidate and threshold rows are compared with each other, so they share one).
+    ``cap`` returns the coarsest scale each row may have (:class:`BiasCap`), or None.
     """
 
-    def __init__(self, bits: int, per_row: bool = True, partner=None) -> None:
+    def __init__(self, bits: int, per_row: bool = True, partner=None, cap=None) -> None:
         super().__init__()
         self.bits, self.per_row = bits, per_row
         self._partner = [partner]  # a list: not a submodule, not a parameter
+        self._cap = [cap]
 
     def forward(self, w: torch.Tensor) -> torch.Tensor:
         flat = w if self.per_row and w.dim() > 1 else w.reshape(1, -1)
@@ -52,8 +54,31 @@ class FakeQuant(nn.Module):
         if partner is not None:
             m = torch.maximum(m, partner().detach().abs().amax(dim=-1, keepdim=True))
         scale = _pow2_scale(m, self.bits)
+        cap = None if self._cap[0] is None else self._cap[0]()
+        if cap is not None:
+            scale = torch.minimum(scale, cap.reshape(scale.shape))
         q = (torch.floor(flat * scale + 0.5) / scale).reshape(w.shape)
         return w + (q - w).detach()
+
+
+class BiasCap:
+    """The export's bias limit on a row's weight scale: ``e_i <= pow2_frac(|b_i|, bias_bits) - z_frac``.
+
+    A bias is stored on its accumulator's grid ``2**-(e_i + z_frac)`` in ``bias_bits``; behind a
+    fine input grid (a minGRU state, ``z_frac`` 12 or so) a bias near 1 then leaves a 16-bit
+    accumulator room for only 2 or 3 fractional weight bits, and export rounds the row that
+    coarsely. Returns the largest per-row scale ``2**e_i`` allowed (None while ``z_frac`` is unknown).
+    """
+
+    def __init__(self, biases: list[Callable[[], torch.Tensor]], bias_bits: int, z_frac) -> None:
+        self.biases, self.bias_bits, self.z_frac = biases, bias_bits, z_frac
+
+    def __call__(self) -> torch.Tensor | None:
+        z = self.z_frac()
+        if z is None:
+            return None
+        m = torch.stack([b().detach().abs() for b in self.biases]).amax(dim=0)
+        return _pow2_scale(m, self.bias_bits) * 2.0**-z
 
 
 class FakeQuantBias(nn.Module):
@@ -71,9 +96,11 @@ class FakeQuantBias(nn.Module):
         rows,
         rest_pair: tuple[Callable[[], torch.Tensor], Callable[[], torch.Tensor], bool] | None = None,
         bias_bits: int = 16,
+        cap: BiasCap | None = None,
     ) -> None:
         super().__init__()
         self.bits, self.bias_bits = bits, bias_bits
+        self._cap = [cap]
         # a callable when the grid follows other parameters (the previous layer's alpha)
         self._input_frac = [input_frac if callable(input_frac) else (lambda: input_frac)]
         self._rows = [rows]
@@ -81,12 +108,19 @@ class FakeQuantBias(nn.Module):
         self._rest_pair = [rest_pair]
 
     @property
-    def input_frac(self) -> int:
+    def input_frac(self) -> int | None:
         return self._input_frac[0]()
 
     def forward(self, b: torch.Tensor) -> torch.Tensor:
+        z_frac = self.input_frac
+        if z_frac is None:  # a grid estimated from a batch, before the first batch
+            return b
         m = torch.stack([w().detach().abs().amax(dim=-1) for w in self._rows[0]]).amax(dim=0)
-        scale = _pow2_scale(m, self.bits) * 2.0**self.input_frac
+        scale = _pow2_scale(m, self.bits)
+        cap = None if self._cap[0] is None else self._cap[0]()
+        if cap is not None:
+            scale = torch.minimum(scale, cap)
+        scale = scale * 2.0**z_frac
         pair = self._rest_pair[0]
         if pair is None:
             q = torch.floor(b * scale + 0.5) / scale
@@ -146,19 +180,64 @@ class _InputGrid:
         return (quantize_input(x, self.bits, self.frac).to(x.dtype), *rest)
 
 
+class _Peak:
+    """Forward hook: the largest ``|output|`` of the module's last forward pass.
+
+    Export calibrates a minGRU or alphaCMRU state grid on the largest value the model reaches on
+    calibration data; QAT estimates it from the batch it runs (the grid can differ by one power of
+    two when the batch's maximum and the calibration set's straddle a power of two).
+    """
+
+    def __init__(self, module: nn.Module) -> None:
+        self.value: float | None = None
+        module.register_forward_hook(self)
+
+    def __call__(self, module: nn.Module, args: tuple, out) -> None:
+        value = out[0] if isinstance(out, tuple) else out
+        self.value = float(value.detach().abs().max())
+
+
+def _estimated_state_frac(
+    prev: nn.Module, alpha_bits: int | None, state_bits: int
+) -> Callable[[], int | None]:
+    """A minGRU's or alphaCMRU's state grid as export calibrates it, from the last batch (None before one)."""
+    from codesign.nn.cmru import AlphaCMRU
+
+    state = _Peak(prev)
+    if isinstance(prev, AlphaCMRU):
+        alpha = _Peak(prev.alpha_proj)
+        return lambda: (
+            None
+            if state.value is None or alpha.value is None
+            else min(pow2_frac(alpha.value, alpha_bits or 8), pow2_frac(state.value, state_bits - 1))
+        )
+    cand = _Peak(prev.candidate)
+    return lambda: (
+        None
+        if state.value is None or cand.value is None
+        else pow2_frac(max(state.value, cand.value), state_bits - 1)
+    )
+
+
 def _input_fracs(
-    model: nn.Module, alpha_bits: int | None, input_frac: int | None, dcls_weight_bits: int
-) -> dict[int, Callable[[], int]]:
+    model: nn.Module,
+    alpha_bits: int | None,
+    input_frac: int | None,
+    dcls_weight_bits: int,
+    state_bits: int | None = None,
+) -> dict[int, Callable[[], int | None]]:
     """For each cell whose accumulator grid is known before export: ``id(cell) -> z_frac()``.
 
     The grid of layer ``k``'s accumulators is ``2**-(e_i + z_frac)`` with ``z_frac`` the
     fractional bits of what reaches it: the input format for layer 0; a CMRU/BMRU layer's state
-    grid (set by its alpha, ``pow2_frac(max |alpha|, alpha_bits)``) for the next layer; plus the
-    DCLS weight scale behind a delay front end. Grids that come from calibration (after an
-    alphaCMRU, minGRU or HSRU layer) are only known at export and are left out.
+    grid (set by its alpha, ``pow2_frac(max |alpha|, alpha_bits)``) for the next layer; 0 after
+    an HSRU layer (its output is 0 or 1); plus the DCLS weight scale behind a delay front end.
+    Grids that export calibrates (after an alphaCMRU or minGRU layer) are estimated from the
+    batch with ``state_bits`` (:func:`_estimated_state_frac`) and left out without it.
     """
     from codesign.nn.cmru import CMRU, AlphaCMRU
     from codesign.nn.dcls import DCLS1d
+    from codesign.nn.hardware import BinaryGatedMinGRU, HardSigmoidMinGRU, HardwareHSRU
 
     cells = list(getattr(model, "cells", []))
     fronts = list(getattr(model, "fronts", [None] * len(cells)))
@@ -170,16 +249,76 @@ def _input_fracs(
             base: Callable[[], int] = lambda f=input_frac: f  # noqa: E731
         else:
             prev = cells[index - 1]
-            if not isinstance(prev, CMRU) or isinstance(prev, AlphaCMRU) or alpha_bits is None:
+            calibrated = (AlphaCMRU, HardSigmoidMinGRU, BinaryGatedMinGRU)
+            if isinstance(prev, HardwareHSRU):  # its output is 0/1: integers
+                base = lambda: 0  # noqa: E731
+            elif isinstance(prev, calibrated) and state_bits is not None:
+                base = _estimated_state_frac(prev, alpha_bits, state_bits)
+            elif not isinstance(prev, CMRU) or isinstance(prev, AlphaCMRU) or alpha_bits is None:
                 continue
-            base = lambda prev=prev: pow2_frac(float(prev.alpha.detach().abs().max()), alpha_bits)  # noqa: E731
+            else:
+                base = lambda prev=prev: pow2_frac(float(prev.alpha.detach().abs().max()), alpha_bits)  # noqa: E731
         if isinstance(front, DCLS1d):
             out[id(cell)] = lambda base=base, front=front: (
-                base() + pow2_frac(float(front.weight.detach().abs().max()), dcls_weight_bits)
+                None
+                if base() is None
+                else base() + pow2_frac(float(front.weight.detach().abs().max()), dcls_weight_bits)
             )
         else:
             out[id(cell)] = base
     return out
+
+
+def _bias_caps(model: nn.Module, z_fracs: dict, bias_bits: int) -> dict[int, BiasCap]:
+    """``id(Linear) -> BiasCap`` for every accumulator row set whose input grid is known (or estimated).
+
+    Reads the biases before they are re-parametrized: the caps follow the float biases.
+    """
+    from codesign.nn.cmru import CMRU, AlphaCMRU
+
+    caps: dict[int, BiasCap] = {}
+    for cell in getattr(model, "cells", []):
+        z = z_fracs.get(id(cell))
+        if z is None:
+            continue
+        names: tuple[str, ...] = ("candidate", "gate", "current")
+        if isinstance(cell, CMRU):  # candidate and threshold rows share a scale, so one cap
+            bc, bt = cell.candidate.bias, cell.threshold.bias
+            caps[id(cell.candidate)] = caps[id(cell.threshold)] = BiasCap(
+                [lambda b=bc: b, lambda b=bt: b], bias_bits, z
+            )
+            names = ("alpha_proj",) if isinstance(cell, AlphaCMRU) else ()
+        for name in names:
+            lin = getattr(cell, name, None)
+            if isinstance(lin, nn.Linear) and lin.bias is not None:
+                caps[id(lin)] = BiasCap([lambda b=lin.bias: b], bias_bits, z)
+    return caps
+
+
+def _fake_quant_cmru(
+    module: nn.Module, weight_bits: int, bias_bits: int, z_frac, caps: dict, first: bool
+) -> None:
+    """A CMRU's candidate and threshold rows on one shared scale, their biases on the accumulator grid."""
+    cand, thr = module.candidate, module.threshold
+    c0, t0 = cand.weight, thr.weight  # the float parameters, before re-parametrization
+    cap = caps.get(id(cand))
+    parametrize.register_parametrization(
+        cand, "weight", FakeQuant(weight_bits, partner=lambda t0=t0: t0, cap=cap)
+    )
+    parametrize.register_parametrization(
+        thr, "weight", FakeQuant(weight_bits, partner=lambda c0=c0: c0, cap=cap)
+    )
+    if z_frac is None:
+        return
+    rows = [lambda c0=c0: c0, lambda t0=t0: t0]
+    pair = None
+    if first:  # silent steps leave the bias alone: keep the rest gates
+        bc0, bt0 = cand.bias, thr.bias
+        pair = (lambda bc0=bc0: bc0, lambda bt0=bt0: bt0)
+    for lin, is_cand in ((cand, True), (thr, False)):
+        rest_pair = None if pair is None else (*pair, is_cand)
+        quant = FakeQuantBias(weight_bits, z_frac, rows, rest_pair=rest_pair, bias_bits=bias_bits, cap=cap)
+        parametrize.register_parametrization(lin, "bias", quant)
 
 
 def add_fake_quant(
@@ -191,6 +330,7 @@ def add_fake_quant(
     dcls_weight_bits: int = 8,
     bias_bits: int = 16,
     gate_bits: int | None = None,
+    state_bits: int | None = None,
 ) -> nn.Module:
     """Fake-quantize the weights of a hardware stack in place, on the grids the export uses.
 
@@ -198,81 +338,63 @@ def add_fake_quant(
     * the alphaCMRU ``alpha_t`` on its deployed grid at ``alpha_bits`` and, with ``gate_bits``,
       the minGRU gate on its ``2**-gate_bits`` grid (:class:`ActivationGrid`);
     * DCLS front ends: integer delays (hard mode) and weights on their one ``dcls_weight_bits`` scale;
-    * CMRU/BMRU biases on their accumulator grid wherever that grid is known before export (see
-      :func:`_input_fracs`: layer 0 with ``input_frac``, and layers fed by a CMRU/BMRU layer);
+    * CMRU/BMRU, alphaCMRU, minGRU gate and HSRU input biases on their accumulator grid wherever
+      that grid is known before export (see :func:`_input_fracs`: layer 0 with ``input_frac``,
+      and layers fed by a CMRU/BMRU or HSRU layer);
+    * where that grid is known, each row's weight scale no finer than its bias allows in
+      ``bias_bits`` (:class:`BiasCap`, the export's rule);
+    * with ``state_bits``, the grids behind a minGRU or alphaCMRU layer estimated from the batch
+      (export calibrates them);
     * with ``input_bits`` too, the inputs on the deployed input grid (``2**-input_frac``,
       saturated to ``input_bits``) before every forward pass.
     """
     from codesign.nn.cmru import CMRU, AlphaCMRU
     from codesign.nn.dcls import DCLS1d
-    from codesign.nn.hardware import HardSigmoidMinGRU
+    from codesign.nn.hardware import HardSigmoidMinGRU, HardwareHSRU
 
     for front in getattr(model, "fronts", []):
         if isinstance(front, DCLS1d):
             front.hard()
             parametrize.register_parametrization(front, "weight", FakeQuant(dcls_weight_bits, per_row=False))
-    z_fracs = _input_fracs(model, alpha_bits, input_frac, dcls_weight_bits)
+    z_fracs = _input_fracs(model, alpha_bits, input_frac, dcls_weight_bits, state_bits)
+    caps = _bias_caps(model, z_fracs, bias_bits)
     first = next(iter(getattr(model, "cells", [])), None)
     done: set[int] = set()
+
+    def bias_on_grid(lin: nn.Linear, module: nn.Module) -> None:
+        """One row set's bias on its accumulator grid (when that grid is known or estimated)."""
+        if id(module) in z_fracs:
+            w = lin.weight
+            quant = FakeQuantBias(
+                weight_bits, z_fracs[id(module)], [lambda w=w: w], bias_bits=bias_bits, cap=caps.get(id(lin))
+            )
+            parametrize.register_parametrization(lin, "bias", quant)
+
     for module in model.modules():
         if isinstance(module, CMRU):
-            cand, thr = module.candidate, module.threshold
-            c0, t0 = cand.weight, thr.weight  # the float parameters, before re-parametrization
-            parametrize.register_parametrization(
-                cand, "weight", FakeQuant(weight_bits, partner=lambda t0=t0: t0)
-            )
-            parametrize.register_parametrization(
-                thr, "weight", FakeQuant(weight_bits, partner=lambda c0=c0: c0)
-            )
-            if id(module) in z_fracs:
-                rows = [lambda c0=c0: c0, lambda t0=t0: t0]
-                z_frac = z_fracs[id(module)]
-                pair = None
-                if module is first:  # silent steps leave the bias alone: keep the rest gates
-                    bc0, bt0 = cand.bias, thr.bias
-                    pair = (lambda bc0=bc0: bc0, lambda bt0=bt0: bt0)
-                for lin, is_cand in ((cand, True), (thr, False)):
-                    parametrize.register_parametrization(
-                        lin,
-                        "bias",
-                        FakeQuantBias(
-                            weight_bits,
-                            z_frac,
-                            rows,
-                            rest_pair=None if pair is None else (*pair, is_cand),
-                            bias_bits=bias_bits,
-                        ),
-                    )
-            done |= {id(cand), id(thr)}
+            _fake_quant_cmru(module, weight_bits, bias_bits, z_fracs.get(id(module)), caps, module is first)
+            done |= {id(module.candidate), id(module.threshold)}
             if alpha_bits and isinstance(getattr(module, "alpha", None), nn.Parameter):
                 parametrize.register_parametrization(module, "alpha", FakeQuant(alpha_bits, per_row=False))
             if alpha_bits and isinstance(module, AlphaCMRU):
                 module.alpha_quant = ActivationGrid(bits=alpha_bits)
-                if id(module) in z_fracs:  # its bias on the accumulator grid too: no ties moved by export
-                    wa = module.alpha_proj.weight
-                    parametrize.register_parametrization(
-                        module.alpha_proj,
-                        "bias",
-                        FakeQuantBias(
-                            weight_bits, z_fracs[id(module)], [lambda wa=wa: wa], bias_bits=bias_bits
-                        ),
-                    )
+                bias_on_grid(module.alpha_proj, module)  # no ties moved by export
+        if isinstance(module, HardwareHSRU):
+            # the input current's bias on its accumulator grid: at 4 bits a step of 2**-7 or so,
+            # which the leaky potential sums ~2**leak_shift times before the threshold compares it
+            bias_on_grid(module.current, module)
         if gate_bits is not None and isinstance(module, HardSigmoidMinGRU):
             module.gate_quant = ActivationGrid(frac=gate_bits)
-            if id(module) in z_fracs:  # its bias on the accumulator grid too: no ties moved by export
-                wg = module.gate.weight
-                parametrize.register_parametrization(
-                    module.gate,
-                    "bias",
-                    FakeQuantBias(weight_bits, z_fracs[id(module)], [lambda wg=wg: wg], bias_bits=bias_bits),
-                )
+            bias_on_grid(module.gate, module)  # no ties moved by export
     if input_frac is not None and input_bits is not None:
         model.register_forward_pre_hook(_InputGrid(input_bits, input_frac))
     readout = getattr(model, "readout", None)
     for module in model.modules():
         if isinstance(module, nn.Linear) and id(module) not in done:
             per_row = module is not readout  # the readout shares one scale (argmax compares its rows)
-            parametrize.register_parametrization(module, "weight", FakeQuant(weight_bits, per_row=per_row))
+            parametrize.register_parametrization(
+                module, "weight", FakeQuant(weight_bits, per_row=per_row, cap=caps.get(id(module)))
+            )
     return model
 
 

@@ -123,7 +123,11 @@ def quantize_stack(
     readout_formats: dict,
     calibration: torch.Tensor,
 ) -> tuple[Manifest, dict[str, np.ndarray]]:
-    """Integer arrays and the format-2 manifest of ``model`` (calibration inputs set the state grids)."""
+    """Integer arrays and the format-2 manifest of ``model`` (calibration inputs set the state grids).
+
+    Layer by layer (:func:`_quantize_layer`): each one's calibration output, computed by the
+    deployed integer rules, is the next one's calibration input; then the readout.
+    """
     for pname, param in model.named_parameters():
         if not torch.isfinite(param).all():
             raise CodesignError(f"model parameter '{pname}' holds NaN or Inf; cannot quantize")
@@ -143,133 +147,168 @@ def quantize_stack(
         zip(model.fronts, model.cells, model.layer_specs, strict=True)
     ):
         fmt = dict(layer_formats[index]) if index < len(layer_formats) else {}
-        p = f"layers.{index}."
-        z_frac = in_frac
-        dcls = spec.get("dcls")
-        if dcls is not None:
-            front.hard()
-            wd = front.weight.double()
-            e_d = pow2_frac(float(wd.abs().max()), fmt.get("dcls_weight_bits", 8))
-            weights[p + "dcls_weight"] = quantize(wd, e_d, fmt.get("dcls_weight_bits", 8)).numpy()
-            weights[p + "dcls_delay"] = front.delays().to(torch.int64).numpy()
-            z_frac = in_frac + e_d
-        z = front(x)
-        kind = spec["cell"]
-        wbits, bbits = fmt.get("weight_bits", 8), fmt.get("bias_bits", 16)
-        state_bits = fmt.get("state_bits", 16)
-        alpha_bits = fmt.get("alpha_bits", 8)
-        if kind in ("cmru", "bmru"):
-            state_frac = pow2_frac(float(cell.alpha.abs().max()), alpha_bits)
-        elif kind == "alphacmru":
-            state_frac = _alphacmru_state_frac(cell, z, alpha_bits, state_bits)
-        else:
-            state_frac = pow2_frac(_calibrate(cell, z), state_bits - 1)
-        fields = {
-            "cell": kind,
-            "size": spec["size"],
-            "weight_bits": wbits,
-            "bias_bits": bbits,
-            "state_bits": state_bits,
-            "alpha_bits": alpha_bits,
-            "state_frac": state_frac,
-        }
-        if kind in ("cmru", "bmru", "alphacmru"):
-            if cell.eps not in (-1.0, 0.0, 1.0):
-                raise CodesignError(
-                    f"layer {index}: eps {cell.eps} is not deployable; the datapath computes "
-                    "eps * h exactly only for eps in {-1, 0, 1} (anneal eps to 0 for BMRU hardware)"
-                )
-            fields["eps"] = int(cell.eps)
-            wc, bc, wb, bb = (
-                cell.candidate.weight,
-                cell.candidate.bias,
-                cell.threshold.weight,
-                cell.threshold.bias,
-            )
-            e = _row_fracs(
-                torch.maximum(wc.abs(), wb.abs()), torch.maximum(bc.abs(), bb.abs()), wbits, bbits, z_frac
-            )
-            b_cand, b_thr = quantize(bc, e + z_frac, bbits).numpy(), quantize(bb, e + z_frac, bbits).numpy()
-            if index == 0:  # a zero input leaves the bias alone in the accumulators
-                qc, qt = keep_rest_gates(torch.from_numpy(b_cand), torch.from_numpy(b_thr), bc, bb, bbits)
-                b_cand, b_thr = qc.numpy(), qt.numpy()
-            weights |= {
-                p + "w_cand": quantize(wc, e[:, None], wbits).numpy(),
-                p + "b_cand": b_cand,
-                p + "w_thr": quantize(wb, e[:, None], wbits).numpy(),
-                p + "b_thr": b_thr,
-            }
-            if kind == "alphacmru":
-                wa, ba = cell.alpha_proj.weight, cell.alpha_proj.bias
-                ea = _row_fracs(wa, ba, wbits, bbits, z_frac)
-                alpha_shift = _shift(ea, z_frac, state_frac, f"layer {index} alpha")
-                weights |= {
-                    p + "w_alpha": quantize(wa, ea[:, None], wbits).numpy(),
-                    p + "b_alpha": round_half(quantize(ba, ea + z_frac, bbits).numpy(), alpha_shift, bbits),
-                    p + "alpha_shift": alpha_shift,
-                }
-            else:
-                weights[p + "alpha"] = quantize(cell.alpha, state_frac, alpha_bits).numpy()
-        elif kind in ("bgmingru", "mingru"):
-            gate_bits = fmt.get("gate_bits", 6)
-            fields["gate_bits"] = gate_bits
-            wc, bc, wg, bg = cell.candidate.weight, cell.candidate.bias, cell.gate.weight, cell.gate.bias
-            ec, eg = _row_fracs(wc, bc, wbits, bbits, z_frac), _row_fracs(wg, bg, wbits, bbits, z_frac)
-            weights |= {
-                p + "w_cand": quantize(wc, ec[:, None], wbits).numpy(),
-                p + "b_cand": quantize(bc, ec + z_frac, bbits).numpy(),
-                p + "cand_shift": _shift(ec, z_frac, state_frac, f"layer {index} candidate"),
-                p + "w_gate": quantize(wg, eg[:, None], wbits).numpy(),
-                p + "b_gate": quantize(bg, eg + z_frac, bbits).numpy(),
-            }
-            if kind == "mingru":
-                gate_shift = _shift(eg, z_frac, gate_bits, f"layer {index} gate")
-                weights[p + "gate_shift"] = gate_shift
-                weights[p + "b_gate"] = round_half(weights[p + "b_gate"], gate_shift, bbits)
-        elif kind == "hsru":
-            fields["leak_shift"] = cell.leak_shift
-            wi, bi = cell.current.weight, cell.current.bias
-            ei = _row_fracs(wi, bi, wbits, bbits, z_frac)
-            weights |= {
-                p + "w_in": quantize(wi, ei[:, None], wbits).numpy(),
-                p + "b_in": quantize(bi, ei + z_frac, bbits).numpy(),
-                p + "in_shift": _shift(ei, z_frac, state_frac, f"layer {index} input"),
-                p + "theta": quantize(cell.theta, state_frac, state_bits).numpy(),
-            }
-        if dcls is not None:
-            fields["dcls"] = {
-                "taps": dcls["taps"],
-                "span": dcls["span"],
-                "weight_bits": fmt.get("dcls_weight_bits", 8),
-            }
-        if index in tables:
-            fields["selective"] = {"period": int(tables[index].shape[0])}
-            weights[p + "su_gate"] = tables[index]
-        layer = LayerSpec.model_validate(fields)
+        layer, z = _quantize_layer(index, front, cell, spec, fmt, x, in_frac, tables.get(index), weights)
         layers.append(layer)
-        x = _layer_output(cell, z, layer, weights.get(p + "su_gate"))
-        in_frac = 0 if kind == "hsru" else state_frac
-    r = readout_formats
-    rw, rb = r.get("weight_bits", 8), r.get("bias_bits", 24)
-    wo, bo = model.readout.weight, model.readout.bias
-    e_o = min(pow2_frac(float(wo.abs().max()), rw), pow2_frac(float(bo.abs().max()), rb) - in_frac)
-    weights["readout.weight"] = quantize(wo, e_o, rw).numpy()
-    weights["readout.bias"] = quantize(bo, e_o + in_frac, rb).numpy()
+        x = _layer_output(cell, z, layer, weights.get(f"layers.{index}.su_gate"))
+        in_frac = 0 if layer.cell == "hsru" else layer.state_frac
+    readout = _quantize_readout(model.readout, readout_formats, in_frac, model, weights)
     manifest = Manifest(
         format_version=FORMAT_VERSION,
         name=name,
         input=InputSpec(size=model.cells[0].input_size, bits=input_bits, frac=input_frac),
         layers=layers,
-        readout=ReadoutSpec(
-            classes=wo.shape[0],
-            pooling=model.pooling,
-            per_step=model.per_step,
-            weight_bits=rw,
-            bias_bits=rb,
-            sum_bits=r.get("sum_bits", 24),
-        ),
+        readout=readout,
     )
     return manifest, weights
+
+
+def _quantize_layer(
+    index: int,
+    front,
+    cell,
+    spec: dict,
+    fmt: dict,
+    x: torch.Tensor,
+    in_frac: int,
+    table: np.ndarray | None,
+    weights: dict[str, np.ndarray],
+) -> tuple[LayerSpec, torch.Tensor]:
+    """Layer ``index``'s spec (its arrays added to ``weights``) and its cell's calibration input."""
+    p = f"layers.{index}."
+    z_frac = in_frac
+    dcls = spec.get("dcls")
+    if dcls is not None:
+        front.hard()
+        wd = front.weight.double()
+        e_d = pow2_frac(float(wd.abs().max()), fmt.get("dcls_weight_bits", 8))
+        weights[p + "dcls_weight"] = quantize(wd, e_d, fmt.get("dcls_weight_bits", 8)).numpy()
+        weights[p + "dcls_delay"] = front.delays().to(torch.int64).numpy()
+        z_frac = in_frac + e_d
+    z = front(x)
+    kind = spec["cell"]
+    state_bits, alpha_bits = fmt.get("state_bits", 16), fmt.get("alpha_bits", 8)
+    if kind in ("cmru", "bmru"):
+        state_frac = pow2_frac(float(cell.alpha.abs().max()), alpha_bits)
+    elif kind == "alphacmru":
+        state_frac = _alphacmru_state_frac(cell, z, alpha_bits, state_bits)
+    else:
+        state_frac = pow2_frac(_calibrate(cell, z), state_bits - 1)
+    fields = {
+        "cell": kind,
+        "size": spec["size"],
+        "weight_bits": fmt.get("weight_bits", 8),
+        "bias_bits": fmt.get("bias_bits", 16),
+        "state_bits": state_bits,
+        "alpha_bits": alpha_bits,
+        "state_frac": state_frac,
+    }
+    arrays = {"cmru": _cmru_arrays, "bmru": _cmru_arrays, "alphacmru": _cmru_arrays, "hsru": _hsru_arrays}
+    fields |= arrays.get(kind, _mingru_arrays)(index, cell, fmt, fields, z_frac, weights)
+    if dcls is not None:
+        fields["dcls"] = {
+            "taps": dcls["taps"],
+            "span": dcls["span"],
+            "weight_bits": fmt.get("dcls_weight_bits", 8),
+        }
+    if table is not None:
+        fields["selective"] = {"period": int(table.shape[0])}
+        weights[p + "su_gate"] = table
+    return LayerSpec.model_validate(fields), z
+
+
+def _cmru_arrays(index: int, cell, fmt: dict, fields: dict, z_frac: int, weights: dict) -> dict:
+    """CMRU, BMRU, alphaCMRU: candidate and threshold rows sharing a scale, alpha (or its projection)."""
+    p, kind, state_frac = f"layers.{index}.", fields["cell"], fields["state_frac"]
+    wbits, bbits, alpha_bits = fields["weight_bits"], fields["bias_bits"], fields["alpha_bits"]
+    if cell.eps not in (-1.0, 0.0, 1.0):
+        raise CodesignError(
+            f"layer {index}: eps {cell.eps} is not deployable; the datapath computes "
+            "eps * h exactly only for eps in {-1, 0, 1} (anneal eps to 0 for BMRU hardware)"
+        )
+    wc, bc, wb, bb = (
+        cell.candidate.weight,
+        cell.candidate.bias,
+        cell.threshold.weight,
+        cell.threshold.bias,
+    )
+    e = _row_fracs(torch.maximum(wc.abs(), wb.abs()), torch.maximum(bc.abs(), bb.abs()), wbits, bbits, z_frac)
+    b_cand, b_thr = quantize(bc, e + z_frac, bbits).numpy(), quantize(bb, e + z_frac, bbits).numpy()
+    if index == 0:  # a zero input leaves the bias alone in the accumulators
+        qc, qt = keep_rest_gates(torch.from_numpy(b_cand), torch.from_numpy(b_thr), bc, bb, bbits)
+        b_cand, b_thr = qc.numpy(), qt.numpy()
+    weights |= {
+        p + "w_cand": quantize(wc, e[:, None], wbits).numpy(),
+        p + "b_cand": b_cand,
+        p + "w_thr": quantize(wb, e[:, None], wbits).numpy(),
+        p + "b_thr": b_thr,
+    }
+    if kind == "alphacmru":
+        wa, ba = cell.alpha_proj.weight, cell.alpha_proj.bias
+        ea = _row_fracs(wa, ba, wbits, bbits, z_frac)
+        alpha_shift = _shift(ea, z_frac, state_frac, f"layer {index} alpha")
+        weights |= {
+            p + "w_alpha": quantize(wa, ea[:, None], wbits).numpy(),
+            p + "b_alpha": round_half(quantize(ba, ea + z_frac, bbits).numpy(), alpha_shift, bbits),
+            p + "alpha_shift": alpha_shift,
+        }
+    else:
+        weights[p + "alpha"] = quantize(cell.alpha, state_frac, alpha_bits).numpy()
+    return {"eps": int(cell.eps)}
+
+
+def _mingru_arrays(index: int, cell, fmt: dict, fields: dict, z_frac: int, weights: dict) -> dict:
+    """Binary-gated and hard-sigmoid minGRU: candidate rows onto the state grid, gate rows."""
+    p, state_frac = f"layers.{index}.", fields["state_frac"]
+    wbits, bbits = fields["weight_bits"], fields["bias_bits"]
+    gate_bits = fmt.get("gate_bits", 6)
+    wc, bc, wg, bg = cell.candidate.weight, cell.candidate.bias, cell.gate.weight, cell.gate.bias
+    ec, eg = _row_fracs(wc, bc, wbits, bbits, z_frac), _row_fracs(wg, bg, wbits, bbits, z_frac)
+    weights |= {
+        p + "w_cand": quantize(wc, ec[:, None], wbits).numpy(),
+        p + "b_cand": quantize(bc, ec + z_frac, bbits).numpy(),
+        p + "cand_shift": _shift(ec, z_frac, state_frac, f"layer {index} candidate"),
+        p + "w_gate": quantize(wg, eg[:, None], wbits).numpy(),
+        p + "b_gate": quantize(bg, eg + z_frac, bbits).numpy(),
+    }
+    if fields["cell"] == "mingru":
+        gate_shift = _shift(eg, z_frac, gate_bits, f"layer {index} gate")
+        weights[p + "gate_shift"] = gate_shift
+        weights[p + "b_gate"] = round_half(weights[p + "b_gate"], gate_shift, bbits)
+    return {"gate_bits": gate_bits}
+
+
+def _hsru_arrays(index: int, cell, fmt: dict, fields: dict, z_frac: int, weights: dict) -> dict:
+    """HSRU: input-current rows onto the state grid, thresholds on the state grid."""
+    p, state_frac = f"layers.{index}.", fields["state_frac"]
+    wbits, bbits = fields["weight_bits"], fields["bias_bits"]
+    wi, bi = cell.current.weight, cell.current.bias
+    ei = _row_fracs(wi, bi, wbits, bbits, z_frac)
+    weights |= {
+        p + "w_in": quantize(wi, ei[:, None], wbits).numpy(),
+        p + "b_in": quantize(bi, ei + z_frac, bbits).numpy(),
+        p + "in_shift": _shift(ei, z_frac, state_frac, f"layer {index} input"),
+        p + "theta": quantize(cell.theta, state_frac, fields["state_bits"]).numpy(),
+    }
+    return {"leak_shift": cell.leak_shift}
+
+
+def _quantize_readout(
+    readout, formats: dict, in_frac: int, model: HardwareStack, weights: dict
+) -> ReadoutSpec:
+    """The linear readout on one shared scale; its bias on the accumulator grid."""
+    rw, rb = formats.get("weight_bits", 8), formats.get("bias_bits", 24)
+    wo, bo = readout.weight, readout.bias
+    e_o = min(pow2_frac(float(wo.abs().max()), rw), pow2_frac(float(bo.abs().max()), rb) - in_frac)
+    weights["readout.weight"] = quantize(wo, e_o, rw).numpy()
+    weights["readout.bias"] = quantize(bo, e_o + in_frac, rb).numpy()
+    return ReadoutSpec(
+        classes=wo.shape[0],
+        pooling=model.pooling,
+        per_step=model.per_step,
+        weight_bits=rw,
+        bias_bits=rb,
+        sum_bits=formats.get("sum_bits", 24),
+    )
 
 
 def _layer_output(cell, z: torch.Tensor, layer: LayerSpec, table: np.ndarray | None) -> torch.Tensor:

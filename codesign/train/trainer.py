@@ -19,7 +19,8 @@ import csv
 import json
 import math
 import time
-from dataclasses import asdict, dataclass
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import torch
@@ -33,6 +34,14 @@ from codesign.errors import CodesignError
 from codesign.nn.surnn import update_rate
 from codesign.train.models import annealed_eps, build_model, set_eps
 from codesign.train.recipe import Recipe, build_task, parse_recipe
+from codesign.train.repeat import (
+    deterministic,
+    environment,
+    record,
+    seed_everything,
+    thread_count,
+    warn_if_threads_differ,
+)
 
 RECIPE_FILE = "recipe.yaml"
 BEST = "best.pt"
@@ -52,6 +61,8 @@ class TrainResult:
     wall_s: float
     stopped: str
     update_rate: float | None = None  # selective-update models: fraction of open neuron-steps (test length)
+    scored: str = "model"  # "deployed": validation and test scored on the quantized (deployed) model
+    threads: int | None = None  # the thread count it trained with (environment.json has the rest)
     device: str = "cpu"  # where it trained (its last stretch, for a resumed run)
 
     # the names the spine used, for classification runs
@@ -131,6 +142,29 @@ def validation_loss(
         total += loss_fn(task, model(xb), yb).item() * len(xb)
     model.train(was_training)
     return total / max(1, len(x))
+
+
+@torch.no_grad()
+def metric_and_loss(
+    model: torch.nn.Module, task, x: torch.Tensor, y: torch.Tensor, batch: int = 256
+) -> tuple[float, float]:
+    """:func:`evaluate` and :func:`validation_loss` from one forward pass per batch (the same numbers)."""
+    was_training = model.training
+    model.eval()
+    total, count, loss = 0.0, 0, 0.0
+    device = model_device(model)
+    for i in range(0, len(x), batch):
+        out, tgt = model(x[i : i + batch].to(device)), y[i : i + batch].to(device)
+        loss += loss_fn(task, out, tgt).item() * len(tgt)
+        if task.kind == "classification":
+            mask = tgt != IGNORE_INDEX
+            total += (out.argmax(-1)[mask] == tgt[mask]).sum().item()
+            count += int(mask.sum())
+        else:
+            total += (out - tgt).abs().sum().item()
+            count += tgt.numel()
+    model.train(was_training)
+    return total / max(1, count), loss / max(1, len(x))
 
 
 def window_criterion(window: list[dict]) -> tuple[float, float]:
@@ -218,6 +252,7 @@ def load_run(run_dir: str | Path, device: str | torch.device = "cpu") -> tuple[R
     if recipe.train.eps_schedule == "anneal":
         set_eps(model, 0.0)  # annealed runs keep checkpoints only once eps reached 0
     summary = json.loads((run_dir / SUMMARY).read_text()) if (run_dir / SUMMARY).is_file() else {}
+    warn_if_threads_differ(run_dir)
     return recipe, model.to(device), summary
 
 
@@ -257,178 +292,344 @@ def _prepare_run_dir(run_dir: Path, recipe: Recipe) -> bool:
     return False
 
 
-def train(recipe: Recipe, run_dir: str | Path, *, progress: bool = True) -> TrainResult:
-    """Train ``recipe`` into ``run_dir`` (resuming it when it holds the same recipe)."""
-    run_dir = Path(run_dir)
+Scorer = Callable[[torch.nn.Module, object, torch.Tensor, torch.Tensor], tuple[float, float, bool]]
+"""``(model, task, x, y) -> (metric, loss, deployable)``: how evaluations score a model."""
+
+
+def model_score(model: torch.nn.Module, task, x: torch.Tensor, y: torch.Tensor) -> tuple[float, float, bool]:
+    """The model's own forward pass (float, or fake-quantized under QAT)."""
+    return (*metric_and_loss(model, task, x, y), True)
+
+
+def make_scorer(recipe: Recipe, task) -> Scorer:
+    """QAT runs of a deployable hardware model are scored on the model export deploys; others on their own."""
+    if (
+        recipe.train.qat_bits is not None
+        and recipe.model.arch == "hardware"
+        and not recipe.model.readout_hidden
+    ):
+        from codesign.quant.score import DeployedScorer
+
+        return DeployedScorer(recipe, task)
+    return model_score
+
+
+def scorer_name(scorer: Scorer) -> str:
+    return getattr(scorer, "name", "model")
+
+
+@dataclass
+class TrainState:
+    """Where a run stands: what ``last.pt`` saves besides the model, optimizer and generator."""
+
+    iteration: int = 0
+    best: tuple[float, float] = (-math.inf, -math.inf)
+    best_it: int = -1
+    perfect_streak: int = 0
+    elapsed_before: float = 0.0
+    window: list[dict] = field(default_factory=list)  # the last deployable evaluations, with weights
+
+
+@dataclass
+class Run:
+    """Everything one training loop works with (built once by :func:`train`)."""
+
+    recipe: Recipe
+    run_dir: Path
+    task: object
+    model: torch.nn.Module
+    opt: torch.optim.Optimizer
+    sched: torch.optim.lr_scheduler.LambdaLR
+    gen: torch.Generator
+    x_val: torch.Tensor
+    y_val: torch.Tensor
+    scorer: Scorer
+
+    @property
+    def spec(self):
+        return self.recipe.train
+
+    @property
+    def metric(self) -> str:
+        return metric_name(self.task)
+
+    @property
+    def n_eval(self) -> int:
+        return min(len(self.x_val), self.spec.eval_batches * self.spec.batch_size)
+
+    @property
+    def window_size(self) -> int:
+        return self.spec.smooth_evals if self.spec.selection == "smoothed" else 1
+
+
+def build_training_model(recipe: Recipe, task) -> torch.nn.Module:
+    """The model as training runs it: initialised (or from ``init_from``), with QAT's grids when set."""
     spec = recipe.train
-    device = run_device(recipe)  # a device the machine lacks fails before the run directory exists
-    resuming = _prepare_run_dir(run_dir, recipe)
-    torch.set_num_threads(spec.threads or min(2, torch.get_num_threads()))
-    torch.manual_seed(recipe.seed)
-    task = make_recipe_task(recipe)
     model = build_model(recipe, task)
     if spec.init_from is not None:  # fine-tuning (e.g. quantization-aware) starts from another run
         model.load_state_dict(load_checkpoint(Path(spec.init_from) / BEST)["model"])
-    if spec.qat_bits is not None:
-        from codesign.quant.qat import add_fake_quant
+    return with_training_grids(recipe, model)
 
-        q = recipe.quant
-        add_fake_quant(
-            model,
-            spec.qat_bits,
-            q.layer.alpha_bits,
-            q.input.frac,
-            q.input.bits,
-            q.layer.dcls_weight_bits,
-            q.layer.bias_bits,
-            q.layer.gate_bits,
-        )
-    model.to(device)  # built and initialised on the CPU: the same weights on every device
-    metric = metric_name(task)
+
+def with_training_grids(recipe: Recipe, model: torch.nn.Module) -> torch.nn.Module:
+    """``model`` with the fake quantization a QAT recipe trains with (unchanged without ``qat_bits``).
+
+    Applied to a checkpoint's baked weights it gives the same forward pass as in training (the
+    weight grids are idempotent): the model training scored, inputs on the input grid included.
+    """
+    if recipe.train.qat_bits is None:
+        return model
+    from codesign.quant.qat import add_fake_quant
+
+    q = recipe.quant
+    return add_fake_quant(
+        model,
+        recipe.train.qat_bits,
+        q.layer.alpha_bits,
+        q.input.frac,
+        q.input.bits,
+        q.layer.dcls_weight_bits,
+        q.layer.bias_bits,
+        q.layer.gate_bits,
+        q.layer.state_bits,
+    )
+
+
+def make_optimizer(
+    model: torch.nn.Module, spec
+) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR]:
     opt = torch.optim.AdamW(
         model.parameters(), lr=spec.lr, betas=(0.9, 0.99), eps=1e-8, weight_decay=spec.weight_decay
     )
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda it: lr_factor(it, spec))
-    gen = torch.Generator().manual_seed(recipe.seed)
-    x_val, y_val = task.split("val", recipe.seed)
-    n_eval = min(len(x_val), spec.eval_batches * spec.batch_size)
-    start_it, best, best_it, perfect_streak, elapsed_before = 0, (-math.inf, -math.inf), -1, 0, 0.0
-    window: list[dict] = []  # the last smooth_evals deployable evaluations, with their weights
-    size = spec.smooth_evals if spec.selection == "smoothed" else 1
-    if resuming:
-        state = load_checkpoint(run_dir / LAST)
-        model.load_state_dict(state["model"])
-        opt.load_state_dict(state["optimizer"])
-        sched.load_state_dict(state["scheduler"])
-        gen.set_state(state["generator"])
-        start_it, best, best_it = state["iteration"], state["best_score"], state["best_it"]
-        best = tuple(best) if isinstance(best, list | tuple) else (best, -math.inf)  # older runs: a number
-        perfect_streak, elapsed_before = state["perfect_streak"], state["elapsed"]
-        window = state.get("window", [])
-    metrics_path = run_dir / METRICS
-    new_metrics = not metrics_path.is_file() or not resuming
-    metrics_file = metrics_path.open("w" if new_metrics else "a", newline="")
-    writer = csv.writer(metrics_file)
-    if new_metrics:
-        writer.writerow(["iteration", "train_loss", f"val_{metric}", "eps", "lr", "elapsed_s"])
-    annealing = spec.eps_schedule == "anneal"
-    t0 = time.monotonic() - elapsed_before
-    stopped = "iterations"
-    it = start_it
-    eps = None
-    bar = Progress(
+    return opt, torch.optim.lr_scheduler.LambdaLR(opt, lambda it: lr_factor(it, spec))
+
+
+def restore(run: Run) -> TrainState:
+    """Model, optimizer, scheduler and generator from ``last.pt``; the loop's state returned."""
+    state = load_checkpoint(run.run_dir / LAST)
+    run.model.load_state_dict(state["model"])
+    run.opt.load_state_dict(state["optimizer"])
+    run.sched.load_state_dict(state["scheduler"])
+    run.gen.set_state(state["generator"])
+    if "torch_rng" in state:  # checkpoints written before it was saved resume without it
+        torch.set_rng_state(state["torch_rng"])
+    best = state["best_score"]
+    best = tuple(best) if isinstance(best, list | tuple) else (best, -math.inf)  # older runs: a number
+    return TrainState(
+        state["iteration"],
+        best,
+        state["best_it"],
+        state["perfect_streak"],
+        state["elapsed"],
+        state.get("window", []),
+    )
+
+
+def train_step(run: Run) -> float:
+    """One optimizer step on a fresh batch; returns the batch loss."""
+    spec = run.spec
+    x, y = run.task.sample(spec.batch_size, run.gen)
+    if spec.input_noise > 0:  # augmentation; silent (all-zero, e.g. padding) frames stay silent
+        noise = torch.randn(x.shape, generator=run.gen) * spec.input_noise
+        x = x + noise * (x != 0).any(dim=-1, keepdim=True)
+    device = model_device(run.model)
+    x, y = x.to(device), y.to(device)  # drawn on the CPU: the same batches on every device
+    loss = loss_fn(run.task, run.model(x), y, spec.label_smoothing)
+    run.opt.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(run.model.parameters(), spec.clip)
+    run.opt.step()
+    run.sched.step()
+    return loss.item()
+
+
+def cpu_copy(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Copies (not views) on the CPU: checkpoints load anywhere."""
+    return {k: v.detach().to("cpu", copy=True) for k, v in state.items()}
+
+
+def select(run: Run, state: TrainState, entry: dict) -> None:
+    """Add a deployable evaluation to the window; keep the window's centre when the window is the best."""
+    weights = cpu_copy(plain_state(run.model))
+    state.window = [*state.window, entry | {"state": weights}][-run.window_size :]
+    crit = window_criterion(state.window)
+    if len(state.window) == run.window_size and crit > state.best:
+        centre = state.window[(run.window_size - 1) // 2]
+        state.best, state.best_it = crit, centre["it"]
+        save_checkpoint(
+            run.run_dir / BEST,
+            {"model": centre["state"], "iteration": centre["it"], run.metric: centre["value"]},
+        )
+
+
+def save_last(run: Run, state: TrainState, elapsed: float) -> None:
+    save_checkpoint(
+        run.run_dir / LAST,
+        {
+            "model": run.model.state_dict(),
+            "optimizer": run.opt.state_dict(),
+            "scheduler": run.sched.state_dict(),
+            "generator": run.gen.get_state(),
+            "torch_rng": torch.get_rng_state(),  # what draws from the global generator (mismatch-aware gates)
+            "iteration": state.iteration,
+            "best_score": list(state.best),
+            "best_it": state.best_it,
+            "window": state.window,
+            "perfect_streak": state.perfect_streak,
+            "elapsed": elapsed,
+        },
+    )
+
+
+def evaluation(
+    run: Run, state: TrainState, eps: float | None, running: float, writer, elapsed: float
+) -> tuple[float, str | None]:
+    """Score, log, select and checkpoint at an evaluation; the score and the reason to stop, or None."""
+    spec, it = run.spec, state.iteration
+    idx = torch.randperm(len(run.x_val), generator=torch.Generator().manual_seed(it))[: run.n_eval]
+    value, vloss, quantizable = run.scorer(run.model, run.task, run.x_val[idx], run.y_val[idx])
+    writer.writerow(
+        [
+            it,
+            f"{running:.6f}",
+            f"{value:.6f}",
+            "" if eps is None else f"{eps:.4f}",
+            f"{run.sched.get_last_lr()[0]:.3e}",
+            f"{elapsed:.2f}",
+        ]
+    )
+    # an annealed model is deployable only once eps reached 0: checkpoint only then
+    # (and a deployed-scored model only once it quantizes)
+    deployable = quantizable and (spec.eps_schedule != "anneal" or eps == 0.0)
+    if deployable:
+        select(run, state, {"it": it, "score": score(run.task, value), "loss": vloss, "value": value})
+    perfect = (
+        run.task.kind == "classification"
+        and value >= 1.0
+        and deployable
+        and run.n_eval >= spec.early_stop_min_val
+    )
+    state.perfect_streak = state.perfect_streak + 1 if perfect else 0
+    save_last(run, state, elapsed)
+    if state.perfect_streak >= spec.early_stop_evals:
+        return value, "early stop (validation at 100%)"
+    if spec.max_seconds is not None and elapsed >= spec.max_seconds:
+        return value, f"time budget ({spec.max_seconds:.0f} s)"
+    return value, None
+
+
+def progress_bar(enabled: bool) -> Progress:
+    return Progress(
         TextColumn("[bold]train"),
         BarColumn(),
         TextColumn("{task.completed}/{task.total} it"),
         TextColumn("{task.fields[status]}"),
         TimeElapsedColumn(),
-        disable=not progress,
+        disable=not enabled,
         transient=True,
     )
-    with bar, metrics_file:
+
+
+def open_metrics(run: Run, resuming: bool):
+    """``metrics.csv`` for appending (a resumed run) or new, with its header."""
+    path = run.run_dir / METRICS
+    new = not path.is_file() or not resuming
+    handle = path.open("w" if new else "a", newline="")
+    writer = csv.writer(handle)
+    if new:
+        writer.writerow(["iteration", "train_loss", f"val_{run.metric}", "eps", "lr", "elapsed_s"])
+    return handle, writer
+
+
+def loop(run: Run, state: TrainState, resuming: bool, progress: bool, t0: float) -> str:
+    """Train from ``state.iteration`` to the end (or an early stop); returns why it stopped."""
+    spec = run.spec
+    annealing = spec.eps_schedule == "anneal"
+    start_it, eps, running = state.iteration, None, 0.0
+    handle, writer = open_metrics(run, resuming)
+    with progress_bar(progress) as bar, handle:
         job = bar.add_task("train", total=spec.iterations, completed=start_it, status="")
-        running = 0.0
-        while it < spec.iterations:
+        while state.iteration < spec.iterations:
             if annealing:
-                eps = annealed_eps(it, spec.iterations)
-                set_eps(model, eps)
-            x, y = task.sample(spec.batch_size, gen)
-            if spec.input_noise > 0:  # augmentation; silent (all-zero, e.g. padding) frames stay silent
-                noise = torch.randn(x.shape, generator=gen) * spec.input_noise
-                x = x + noise * (x != 0).any(dim=-1, keepdim=True)
-            x, y = x.to(device), y.to(device)  # drawn on the CPU: the same batches on every device
-            loss = loss_fn(task, model(x), y, spec.label_smoothing)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), spec.clip)
-            opt.step()
-            sched.step()
-            it += 1
-            running = 0.9 * running + 0.1 * loss.item() if it > start_it + 1 else loss.item()
+                eps = annealed_eps(state.iteration, spec.iterations)
+                set_eps(run.model, eps)
+            loss = train_step(run)
+            state.iteration += 1
+            running = 0.9 * running + 0.1 * loss if state.iteration > start_it + 1 else loss
             bar.advance(job)
-            if it % spec.eval_every == 0 or it == spec.iterations:
-                idx = torch.randperm(len(x_val), generator=torch.Generator().manual_seed(it))[:n_eval]
-                value = evaluate(model, task, x_val[idx], y_val[idx])
-                vloss = validation_loss(model, task, x_val[idx], y_val[idx])
-                elapsed = time.monotonic() - t0
-                writer.writerow(
-                    [
-                        it,
-                        f"{running:.6f}",
-                        f"{value:.6f}",
-                        "" if eps is None else f"{eps:.4f}",
-                        f"{sched.get_last_lr()[0]:.3e}",
-                        f"{elapsed:.2f}",
-                    ]
-                )
-                metrics_file.flush()
-                # an annealed model is deployable only once eps reached 0: checkpoint only then
-                deployable = not annealing or eps == 0.0
-                if deployable:
-                    entry = {"it": it, "score": score(task, value), "loss": vloss, "value": value}
-                    # copies (not views), on the CPU: checkpoints load anywhere
-                    weights = {k: v.detach().to("cpu", copy=True) for k, v in plain_state(model).items()}
-                    window = [*window, entry | {"state": weights}][-size:]
-                    crit = window_criterion(window)
-                    if len(window) == size and crit > best:
-                        centre = window[(size - 1) // 2]
-                        best, best_it = crit, centre["it"]
-                        save_checkpoint(
-                            run_dir / BEST,
-                            {"model": centre["state"], "iteration": centre["it"], metric: centre["value"]},
-                        )
-                perfect = (
-                    task.kind == "classification"
-                    and value >= 1.0
-                    and deployable
-                    and n_eval >= spec.early_stop_min_val
-                )
-                perfect_streak = perfect_streak + 1 if perfect else 0
-                save_checkpoint(
-                    run_dir / LAST,
-                    {
-                        "model": model.state_dict(),
-                        "optimizer": opt.state_dict(),
-                        "scheduler": sched.state_dict(),
-                        "generator": gen.get_state(),
-                        "iteration": it,
-                        "best_score": list(best),
-                        "best_it": best_it,
-                        "window": window,
-                        "perfect_streak": perfect_streak,
-                        "elapsed": elapsed,
-                    },
-                )
-                bar.update(job, status=f"loss {running:.3f} val {metric} {value:.4f}")
-                if perfect_streak >= spec.early_stop_evals:
-                    stopped = "early stop (validation at 100%)"
-                    break
-                if spec.max_seconds is not None and elapsed >= spec.max_seconds:
-                    stopped = f"time budget ({spec.max_seconds:.0f} s)"
-                    break
-    if best_it < 0 and window:  # fewer deployable evaluations than one window: the partial one
-        best = window_criterion(window)
-        centre = window[(len(window) - 1) // 2]
-        save_checkpoint(run_dir / BEST, {"model": centre["state"], "iteration": centre["it"]})
-        best_it = centre["it"]
-    elif best_it < 0:  # e.g. the time budget ended an annealed run before eps reached 0
-        state = {k: v.detach().to("cpu", copy=True) for k, v in plain_state(model).items()}
-        save_checkpoint(run_dir / BEST, {"model": state, "iteration": it})
-        best_it = it
-    _, best_model, _ = load_run(run_dir, device)
+            if state.iteration % spec.eval_every == 0 or state.iteration == spec.iterations:
+                value, stop = evaluation(run, state, eps, running, writer, time.monotonic() - t0)
+                handle.flush()
+                bar.update(job, status=f"loss {running:.3f} val {run.metric} {value:.4f}")
+                if stop is not None:
+                    return stop
+    return "iterations"
+
+
+def keep_fallback_best(run: Run, state: TrainState) -> None:
+    """A ``best.pt`` when no full window of deployable evaluations was reached."""
+    if state.best_it < 0 and state.window:  # fewer deployable evaluations than one window: the partial one
+        state.best = window_criterion(state.window)
+        centre = state.window[(len(state.window) - 1) // 2]
+        save_checkpoint(run.run_dir / BEST, {"model": centre["state"], "iteration": centre["it"]})
+        state.best_it = centre["it"]
+    elif state.best_it < 0:  # e.g. the time budget ended an annealed run before eps reached 0
+        save_checkpoint(
+            run.run_dir / BEST, {"model": cpu_copy(plain_state(run.model)), "iteration": state.iteration}
+        )
+        state.best_it = state.iteration
+
+
+def finish(run: Run, state: TrainState, stopped: str, t0: float) -> TrainResult:
+    """Score the kept checkpoint on the test split and write ``summary.json``."""
+    recipe, task = run.recipe, run.task
+    device = model_device(run.model)
+    _, best_model, _ = load_run(run.run_dir, device)
     x_test, y_test = task.split("test", recipe.seed)
-    best_val = best[0] if task.kind == "classification" else -best[0]
+    best_val = state.best[0] if task.kind == "classification" else -state.best[0]
+    test, _, quantizable = run.scorer(with_training_grids(recipe, best_model), task, x_test, y_test)
     result = TrainResult(
-        str(run_dir),
-        it,
-        best_it,
-        metric,
+        str(run.run_dir),
+        state.iteration,
+        state.best_it,
+        run.metric,
         best_val,
-        evaluate(best_model, task, x_test, y_test),
+        test,
         time.monotonic() - t0,
         stopped,
         update_rate(best_model, x_test.shape[1]),
+        scorer_name(run.scorer) if quantizable else "model",
+        torch.get_num_threads(),
         str(device),
     )
-    write_text(run_dir / SUMMARY, json.dumps(asdict(result), indent=2))
+    write_text(run.run_dir / SUMMARY, json.dumps(asdict(result), indent=2))
     return result
+
+
+def train(recipe: Recipe, run_dir: str | Path, *, progress: bool = True) -> TrainResult:
+    """Train ``recipe`` into ``run_dir`` (resuming it when it holds the same recipe).
+
+    Stages: the run directory and a repeatable process (:mod:`codesign.train.repeat`), the model
+    and optimizer, the state to resume from, the loop, then the kept checkpoint's test score.
+    """
+    with deterministic():
+        return _train(recipe, Path(run_dir), progress)
+
+
+def _train(recipe: Recipe, run_dir: Path, progress: bool) -> TrainResult:
+    device = run_device(recipe)  # a device the machine lacks fails before the run directory exists
+    resuming = _prepare_run_dir(run_dir, recipe)
+    threads = thread_count(recipe.train.threads)
+    seed_everything(recipe.seed, threads)
+    record(run_dir, environment(recipe.seed, threads), resuming)
+    task = make_recipe_task(recipe)
+    model = build_training_model(recipe, task).to(device)  # built on the CPU: the same weights everywhere
+    opt, sched = make_optimizer(model, recipe.train)
+    x_val, y_val = task.split("val", recipe.seed)
+    gen = torch.Generator().manual_seed(recipe.seed)
+    run = Run(recipe, run_dir, task, model, opt, sched, gen, x_val, y_val, make_scorer(recipe, task))
+    state = restore(run) if resuming else TrainState()
+    t0 = time.monotonic() - state.elapsed_before
+    stopped = loop(run, state, resuming, progress, t0)
+    keep_fallback_best(run, state)
+    return finish(run, state, stopped, t0)
