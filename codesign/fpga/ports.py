@@ -14,13 +14,32 @@ streams (two separate numberings). The host sends ``[channel][payload bytes]`` t
 stream ``channel``; the wrapper sends back ``[channel][payload bytes]`` for every transfer on an
 output stream. Payloads travel little-endian (bit 0 of the payload is bit 0 of the first byte),
 padded with zeros to whole bytes. Other inputs are tied to zero; other outputs are left
-unconnected, so synthesis removes the logic only they need.
+unconnected, so synthesis removes the logic only they need -- except a ``counters`` output, which
+the host reads with the snapshot command.
+
+Two byte values are commands, never channels: :data:`IDENTIFY` (``0xFF``) is answered with
+``[0xFF][identity, 4 bytes]`` (:func:`build_identity`: a hash of the build's plan, ports and
+Verilog, so a host refuses a bitstream of another build), :data:`SNAPSHOT` (``0xFE``) with
+``[0xFE][counters, little-endian]``.
 """
 
 from __future__ import annotations
 
-__all__ = ["Port", "PortMap", "Stream", "decode_messages", "encode_message", "load_port_map", "port_map"]
+__all__ = [
+    "IDENTIFY",
+    "MAX_STREAMS",
+    "SNAPSHOT",
+    "Port",
+    "PortMap",
+    "Stream",
+    "build_identity",
+    "decode_messages",
+    "encode_message",
+    "load_port_map",
+    "port_map",
+]
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +47,26 @@ from pathlib import Path
 from codesign.errors import CodesignError
 
 _MEMBERS = ("payload", "valid", "ready")
+#: Command byte: the design answers ``[IDENTIFY][identity word, 4 bytes little-endian]``.
+IDENTIFY = 0xFF
+#: Command byte: the design answers ``[SNAPSHOT][its counters output, little-endian]``.
+SNAPSHOT = 0xFE
+#: Streams per direction: channel bytes 0 .. 253 (the two command bytes are taken).
+MAX_STREAMS = 254
+#: The other output the snapshot command reads.
+SNAPSHOT_PORT = "counters"
+
+
+def build_identity(info: dict) -> int:
+    """The 32-bit identity word of a ``build.json`` dictionary: the first 4 bytes of the SHA-256 of
+    its plan, ports and Verilog digest (canonical JSON), read little-endian.
+
+    Two builds whose bitstreams a host could confuse differ in one of them: another network or
+    plan changes ``plan``/``ports``, other frozen weights change the Verilog. A build with
+    run-time weights keeps its identity for every bundle of its shape, which it serves."""
+    key = {k: info.get(k) for k in ("plan", "ports", "verilog_sha256")}
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True, separators=(",", ":")).encode()).digest()
+    return int.from_bytes(digest[:4], "little")
 
 
 @dataclass(frozen=True)
@@ -76,6 +115,14 @@ class PortMap:
     other_outputs: tuple[Port, ...] = ()
     ports: dict[str, Port] = field(default_factory=dict)
 
+    @property
+    def snapshot_port(self) -> Port | None:
+        """The ``counters`` output the snapshot command reads, if the design has one."""
+        for p in self.other_outputs:
+            if p.name == SNAPSHOT_PORT:
+                return p
+        return None
+
     def stream(self, name: str) -> Stream:
         for s in self.inputs + self.outputs:
             if s.name == name:
@@ -96,12 +143,22 @@ class PortMap:
                 for s in streams
             ]
 
+        snap = self.snapshot_port
         return {
             "framing": "[channel byte][payload bytes, little-endian, zero-padded to whole bytes]",
             "host_to_device": rows(self.inputs),
             "device_to_host": rows(self.outputs),
+            "commands": {
+                "identify": {"byte": IDENTIFY, "answer": "[0xFF][identity, 4 bytes little-endian]"},
+                "snapshot": {
+                    "byte": SNAPSHOT,
+                    "answer": f"[0xFE][{SNAPSHOT_PORT}, {(snap.width + 7) // 8} bytes little-endian]"
+                    if snap
+                    else "[0xFE] (no counters in this build)",
+                },
+            },
             "tied_to_zero": [p.name for p in self.other_inputs],
-            "not_serialized": [p.name for p in self.other_outputs],
+            "not_serialized": [p.name for p in self.other_outputs if p is not snap],
         }
 
 
@@ -163,9 +220,9 @@ def port_map(info: dict, *, path: Path | None = None) -> PortMap:
         bucket.append(Stream(prefix, valid.direction, payload.width if payload else 0, len(bucket)))
         claimed |= {m.name for m in members.values()}
     for bucket, what in ((inputs, "input"), (outputs, "output")):
-        if len(bucket) > 256:
+        if len(bucket) > MAX_STREAMS:
             raise CodesignError(
-                f"{_where(path, 'ports')}: {len(bucket)} {what} streams; the protocol allows 256"
+                f"{_where(path, 'ports')}: {len(bucket)} {what} streams; the protocol allows {MAX_STREAMS}"
             )
     if not inputs and not outputs:
         raise CodesignError(f"{_where(path, 'ports')} holds no valid/ready stream; nothing to wrap")
@@ -206,19 +263,24 @@ def encode_message(stream: Stream, value: int) -> bytes:
 def decode_messages(ports: PortMap, data: bytes) -> tuple[list[tuple[str, int]], bytes]:
     """Split bytes received from the device into ``(stream name, payload)`` pairs.
 
-    Returns the messages and the trailing bytes of an incomplete one. An unknown channel byte
-    raises ``ValueError``.
+    Returns the messages and the trailing bytes of an incomplete one. The answers to the commands
+    come as ``("identify", word)`` and ``("snapshot", word)``. An unknown channel byte raises
+    ``ValueError``.
     """
-    by_channel = {s.channel: s for s in ports.outputs}
+    lengths = {s.channel: (s.name, s.payload_bytes) for s in ports.outputs}
+    lengths[IDENTIFY] = ("identify", 4)
+    snap = ports.snapshot_port
+    lengths[SNAPSHOT] = ("snapshot", (snap.width + 7) // 8 if snap else 0)
     out: list[tuple[str, int]] = []
     i = 0
     while i < len(data):
-        stream = by_channel.get(data[i])
-        if stream is None:
-            raise ValueError(f"byte {i}: {data[i]} is not an output channel (known: {sorted(by_channel)})")
-        end = i + 1 + stream.payload_bytes
+        known = lengths.get(data[i])
+        if known is None:
+            raise ValueError(f"byte {i}: {data[i]} is not an output channel (known: {sorted(lengths)})")
+        name, size = known
+        end = i + 1 + size
         if end > len(data):
             break
-        out.append((stream.name, int.from_bytes(data[i + 1 : end], "little")))
+        out.append((name, int.from_bytes(data[i + 1 : end], "little")))
         i = end
     return out, data[i:]

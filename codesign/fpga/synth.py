@@ -38,7 +38,7 @@ from codesign.errors import CodesignError
 from codesign.fpga import reports
 from codesign.fpga.devices import Device, constraints_dir, get_device
 from codesign.fpga.hierarchy import hierarchy_costs
-from codesign.fpga.ports import load_port_map
+from codesign.fpga.ports import build_identity, load_port_map
 from codesign.fpga.tools import run_tool
 from codesign.fpga.uart import baud_divisor
 from codesign.fpga.wrapper import TOP_NAME, top_verilog
@@ -206,9 +206,11 @@ def synthesize(
     # 1. wrapper
     _say(progress, f"[1/4] wrapper: fpga_top = {_streams_line(ports)} behind a {options.baud}-baud UART")
     shutil.copyfile(verilog, work / "accelerator.v")
-    (work / "top.v").write_text(top_verilog(ports, divisor))
+    identity = build_identity(info)
+    (work / "top.v").write_text(top_verilog(ports, divisor, identity=identity))
     protocol = ports.protocol() | {
-        "uart": f"8N1, {options.baud} baud, divisor {divisor} at the {device.board_clock_hz / 1e6:g} MHz board clock"
+        "identity": f"0x{identity:08x}",
+        "uart": f"8N1, {options.baud} baud, divisor {divisor} at the {device.board_clock_hz / 1e6:g} MHz board clock",
     }
     (work / "protocol.json").write_text(json.dumps(protocol, indent=2) + "\n")
     seconds["wrapper"] = time.monotonic() - t0
