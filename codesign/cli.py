@@ -58,6 +58,15 @@ def _register_fpga() -> None:
 _register_fpga()
 
 
+def _register_board() -> None:
+    from codesign.board.commands import register
+
+    register(app, user_errors)
+
+
+_register_board()
+
+
 def _register_explore() -> None:
     from codesign.explore.cli import register
 

@@ -60,6 +60,9 @@ class FpgaTop(Elaboratable):
     accelerator : wiring.Component, optional
         The accelerator as an Amaranth component whose flattened ports carry the ``build.json``
         names (simulation); by default an ``Instance`` of ``ports.top``.
+    pll : codesign.fpga.pll.Pll, optional
+        A PLL from the board oscillator (``clk``) to the design clock; the power-on reset then
+        also waits for its lock.
 
     Attributes
     ----------
@@ -78,14 +81,16 @@ class FpgaTop(Elaboratable):
         identity: int = 0,
         timeout: int = MESSAGE_TIMEOUT,
         accelerator: wiring.Component | None = None,
+        pll=None,
     ) -> None:
         self.ports = ports
         self.divisor = divisor
         self.identity = identity
         self.timeout = timeout
         self.accelerator = accelerator
+        self.pll = pll
         self.cd_sync = ClockDomain("sync", local=True)
-        self.clk = self.cd_sync.clk
+        self.clk = self.cd_sync.clk if pll is None else Signal(name="clk")
         self.uart_rx = Signal(init=1, name="uart_rx")
         self.uart_tx = Signal(init=1, name="uart_tx")
 
@@ -94,8 +99,17 @@ class FpgaTop(Elaboratable):
         m.domains.sync = self.cd_sync
         # Power-on reset: a counter that no reset touches holds the domain in reset for POR_CYCLES.
         por = Signal(range(POR_CYCLES), name="por_count", reset_less=True)
+        locked = Signal(init=1, name="pll_locked")
+        if self.pll is not None:
+            from codesign.fpga.pll import pll_instance
+
+            lock = Signal(name="pll_lock")
+            m.submodules.pll = pll_instance(self.pll, self.clk, self.cd_sync.clk, lock)
+            m.d.comb += locked.eq(lock)
         m.d.comb += self.cd_sync.rst.eq(por != POR_CYCLES - 1)
-        with m.If(por != POR_CYCLES - 1):
+        with m.If(~locked):
+            m.d.sync += por.eq(0)
+        with m.Elif(por != POR_CYCLES - 1):
             m.d.sync += por.eq(por + 1)
 
         m.submodules.uart_rx = rx = UartRx(self.divisor)
@@ -149,7 +163,7 @@ class FpgaTop(Elaboratable):
             m.d.comb += (value.as_value() if hasattr(value, "as_value") else value).eq(0)
 
 
-def top_verilog(ports: PortMap, divisor: int, *, identity: int = 0) -> str:
+def top_verilog(ports: PortMap, divisor: int, *, identity: int = 0, pll=None) -> str:
     """Verilog of ``fpga_top`` (the accelerator module itself comes from ``BUILD/accelerator.v``)."""
-    top = FpgaTop(ports, divisor, identity=identity)
+    top = FpgaTop(ports, divisor, identity=identity, pll=pll)
     return verilog.convert(top, name=TOP_NAME, ports=[top.clk, top.uart_rx, top.uart_tx], emit_src=False)
