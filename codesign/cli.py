@@ -801,7 +801,7 @@ if __name__ == "__main__":
 FLOW: dict[str, tuple[str, ...]] = {
     "Start here": ("doctor", "demo"),
     "Model": ("spoken-digits", "train", "eval", "quantize", "sweep", "export", "inspect", "repro"),
-    "Hardware": ("rtl", "synth", "area", "analog"),
+    "Hardware": ("rtl", "synth", "board", "area", "analog"),
     "Verification": ("sim", "golden", "random-bundle", "bench", "analog-check", "analog-eval"),
     "Analysis": ("report", "report-cells", "explore", "ladder"),
 }

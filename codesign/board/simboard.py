@@ -22,6 +22,7 @@ import time
 import tty
 from pathlib import Path
 
+from amaranth import Signal
 from amaranth.sim import Simulator
 
 from codesign.board.protocol import plan_options
@@ -73,6 +74,7 @@ class SimulatedBoard:
             accelerator=_accelerator(build, info),
         )
         self.cycles = 0
+        self._quit = Signal(name="quit")
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.error: BaseException | None = None
@@ -93,7 +95,7 @@ class SimulatedBoard:
         sim = Simulator(self.top)
         sim.add_clock(_PERIOD_S)
         sim.add_testbench(self._host_to_board)
-        sim.add_testbench(self._board_to_host, background=True)
+        sim.add_testbench(self._board_to_host)
         self._thread = threading.Thread(target=self._run, args=(sim,), daemon=True)
         self._thread.start()
         return self.port
@@ -137,12 +139,16 @@ class SimulatedBoard:
                     ctx.set(rx, bit)
                     await ctx.tick().repeat(div)
                 self.cycles += 10 * div
+        ctx.set(self._quit, 1)  # the receiver returns too, so the simulation ends with no coroutine left
+        await ctx.tick().repeat(2)
 
     async def _board_to_host(self, ctx) -> None:
         tx, div = self.top.uart_tx, self.divisor
         await ctx.delay(_POR_S)
         while True:
-            await ctx.tick().until(~tx)  # the start bit
+            await ctx.tick().until(~tx | self._quit)  # the start bit
+            if ctx.get(self._quit):
+                return
             await ctx.tick().repeat(div // 2)
             byte = 0
             for k in range(8):
