@@ -11,6 +11,7 @@ from codesign.bundle.io import load_bundle
 from codesign.energy import DEFAULT_LEAK_NW_PER_UM2, ENERGY_PJ, dynamic_energy
 from codesign.errors import CodesignError
 from codesign.report.analog import CACHE_DIR, analog_power, not_measured, side_by_side
+from codesign.report.link import link_latency
 from codesign.report.measure import dense_macs, load_inputs, measure, sweep_lanes
 from codesign.report.references import REFERENCES
 
@@ -191,6 +192,9 @@ def build_figures(
             "step_period_us": period_us,
             "realtime_margin": period_us / time_step_us,
             "min_clock_mhz_for_rate": cps * step_rate / 1e6,
+            "link": link_latency(
+                info, seqs, baud=115200, cycles_per_step=cps, clock_mhz=clock["mhz"], step_rate=step_rate
+            ),
             "synth": synth,
         },
         "energy": {
