@@ -75,6 +75,7 @@ def test_identity_follows_plan_ports_and_verilog_only():
     assert base == build_identity(json.loads(json.dumps(INFO)) | {"bundle": "another name"})
     assert base != build_identity(INFO | {"verilog_sha256": "cd" * 32})
     assert base != build_identity(INFO | {"plan": {"lanes": 2}})
+    assert base != build_identity(INFO, counters=True)  # the wrapper serialises the counters
     assert 0 <= base < 1 << 32
 
 
@@ -109,7 +110,7 @@ def test_sequence_bytes_are_the_item_beats():
 
 
 def test_decode_knows_the_command_answers():
-    ports = port_map(INFO)
+    ports = port_map(INFO, counters=True)
     data = bytes([IDENTIFY, 1, 2, 3, 4, SNAPSHOT]) + bytes(8) + bytes([0, 9, 0, 0, 0, 0])
     msgs, rest = decode_messages(ports, data)
     assert msgs == [("identify", 0x04030201), ("snapshot", 0), ("results", 9)] and rest == b""
@@ -173,7 +174,7 @@ def _identity_bytes(word: int) -> bytes:
 
 
 def test_driver_identifies_and_reads_results_and_counters(build):
-    ident = build_identity(INFO)
+    ident = build_identity(INFO, counters=True)
     results = [
         ((5 & (1 << 28) - 1) | 0 << 28) << 0,
         ((-7 & (1 << 28) - 1) | 1 << 28),
@@ -199,6 +200,14 @@ def test_driver_identifies_and_reads_results_and_counters(build):
         res = board.run_one(np.zeros((1, 15), dtype=np.int64))
         board.close()
     assert res.logits.tolist() == [5, -7, 2] and int(res.classes) == 0
+
+
+def test_a_bitstream_without_counters_reads_none(build):
+    ident = build_identity(INFO)
+    with ScriptedDevice(lambda b: _identity_bytes(ident) if b == IDENTIFY else b"") as dev:
+        with Board.open(build, dev.port, timeout_s=0.5, drop_s=0.01) as board:
+            assert board.counters() == {}
+        assert SNAPSHOT not in dev.received
 
 
 @pytest.mark.parametrize(
@@ -229,7 +238,7 @@ def test_a_port_that_does_not_exist(build, tmp_path):
 
 
 def _bridge_answers(host: bytes, identity: int, counters: int) -> bytes:
-    ports = port_map(INFO)
+    ports = port_map(INFO, counters=True)
     bridge = AcceleratorBridge(ports, timeout=20, identity=identity)
     m = Module()
     m.submodules.bridge = bridge
@@ -261,7 +270,7 @@ def _bridge_answers(host: bytes, identity: int, counters: int) -> bytes:
 
 def test_bridge_answers_identify_and_snapshot_between_messages_only():
     ident, counters = 0x89ABCDEF, 0x1122334455667788
-    ports = port_map(INFO)
+    ports = port_map(INFO, counters=True)
     got = _bridge_answers(bytes([IDENTIFY, SNAPSHOT]), ident, counters)
     assert decode_messages(ports, got) == ([("identify", ident), ("snapshot", counters)], b"")
     # 0xFF inside a config message is payload, not a command: no answer
@@ -403,3 +412,27 @@ def test_flash_runs_the_first_programmer_found(tmp_path, monkeypatch):
     assert log.read_text().strip() == str(run / "top.bin")
     with pytest.raises(CodesignError, match="no bitstream for 'ulx3s-85f'"):
         flash(tmp_path, "ulx3s-85f")
+
+
+def test_bridge_without_counters_leaves_them_unconnected():
+    bridge = AcceleratorBridge(port_map(INFO), identity=1)
+    assert "counters" not in bridge.design and "counters" in port_map(INFO, counters=True).snapshot_port.name
+
+
+# --- the link's share of the latency -------------------------------------------------------------
+
+
+def test_link_latency_counts_items_markers_and_results():
+    from codesign.report.link import link_latency
+
+    seqs = [np.zeros((4, 15), dtype=np.int64)]
+    seqs[0][0, :3] = 1  # step 0: three items; steps 1-3: a marker each
+    link = link_latency(INFO, seqs, baud=100_000, cycles_per_step=120, clock_mhz=12, step_rate=100)
+    # 6 messages of 1 + 2 bytes over 4 steps; 3 result groups of 1 + 5 bytes per sequence
+    assert link["bytes_per_step_in"] == 6 * 3 / 4 and link["bytes_per_step_out"] == 3 * 6 / 4
+    assert link["link_us_per_step"] == pytest.approx(4.5 * 10 / 100_000 * 1e6)
+    assert link["compute_us_per_step"] == 10 and link["bottleneck"] == "link"
+    assert link["realtime_margin"] == pytest.approx(10_000 / 450)
+    assert link["margin_at_faster_bauds"]["3000000"] == pytest.approx(10_000 / 15)
+    fast = link_latency(INFO, seqs, baud=100_000, cycles_per_step=12_000, clock_mhz=12, step_rate=100)
+    assert fast["bottleneck"] == "accelerator" and fast["realtime_margin"] == 10

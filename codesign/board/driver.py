@@ -163,7 +163,7 @@ class Board:
 
     def check_identity(self) -> None:
         word = self.identity()
-        if word != self.protocol.identity:
+        if not self.protocol.accept(word):
             raise BoardIdentityError(
                 f"{self.port}: the board holds another build (identity 0x{word:08x}; "
                 f"{self.protocol.info.get('bundle')} expects 0x{self.protocol.identity:08x}); "
@@ -188,7 +188,7 @@ class Board:
         # the config stream has no answer: identify afterwards, so the load is known complete
         self._write(self.protocol.identify_request())
         ((name, word),) = self._messages(1, "the end of the weight load")
-        if name != "identify" or word != self.protocol.identity:
+        if name != "identify" or not self.protocol.accept(word):
             raise BoardGarbageError(f"{self.port}: unexpected {name!r} message after the weight load")
         return len(data)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 __all__ = ["BoardProtocol", "Fields", "Result", "plan_options"]
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,8 +81,10 @@ class BoardProtocol:
 
     def __init__(self, info: dict, *, path: Path | None = None) -> None:
         self.info = info
-        self.ports: PortMap = port_map(info, path=path)
-        self.identity = build_identity(info)
+        self.ports: PortMap = port_map(info, path=path, counters=False)
+        self.identity = build_identity(info, counters=False)
+        #: the identity of a bitstream that also serialises the counters (codesign synth --counters)
+        self.identity_counters = build_identity(info, counters=True)
         missing = [k for k in ("inputs_payload", "results_payload", "readout") if k not in info]
         if missing:
             raise CodesignError(
@@ -112,6 +115,15 @@ class BoardProtocol:
         except (OSError, ValueError) as err:
             raise CodesignError(f"not readable JSON ({err})", path=path) from None
         return cls(info, path=path)
+
+    def accept(self, word: int) -> bool:
+        """Whether ``word`` is this build's identity; a bitstream with counters makes them readable."""
+        if word not in (self.identity, self.identity_counters):
+            return False
+        if word == self.identity_counters:
+            self.identity = word
+            self.ports = dataclasses.replace(self.ports, counters=True)
+        return True
 
     # host -> device
     def identify_request(self) -> bytes:

@@ -56,15 +56,23 @@ class SimulatedBoard:
         The bridge's message timeout in cycles.
     identity : int, optional
         The identity word the design answers with (default: the build's own).
+    counters : bool
+        The wrapper serialises the counters (``codesign synth --counters``).
     """
 
     def __init__(
-        self, build: str | Path, *, divisor: int = 4, timeout: int = 1500, identity: int | None = None
+        self,
+        build: str | Path,
+        *,
+        divisor: int = 4,
+        timeout: int = 1500,
+        identity: int | None = None,
+        counters: bool = True,
     ) -> None:
         build = Path(build)
         info = json.loads((build / "build.json").read_text())
-        self.ports = port_map(info)
-        self.identity = build_identity(info) if identity is None else identity
+        self.ports = port_map(info, counters=counters)
+        self.identity = build_identity(info, counters=counters) if identity is None else identity
         self.divisor = divisor
         self.top = FpgaTop(
             self.ports,

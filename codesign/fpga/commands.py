@@ -127,6 +127,12 @@ def synth(
             "--hierarchy", help="also list the cells of every module (a second, unflattened yosys run)"
         ),
     ] = False,
+    counters: Annotated[
+        bool,
+        typer.Option(
+            "--counters", help="serialise the counters for `codesign board` (about 2 FF per counter bit)"
+        ),
+    ] = False,
 ) -> None:
     """Synthesise, place and route the accelerator behind a UART; bitstream, utilisation and Fmax in BUILD/synth/DEVICE/."""
     from codesign.fpga.synth import SynthOptions, synthesize
@@ -135,7 +141,14 @@ def synth(
         build,
         device if device is not None or board is not None else "up5k",
         SynthOptions(
-            freq_mhz=freq, baud=baud, seed=seed, timeout_s=timeout, ram=ram, dsp=dsp, hierarchy=hierarchy
+            freq_mhz=freq,
+            baud=baud,
+            seed=seed,
+            timeout_s=timeout,
+            ram=ram,
+            dsp=dsp,
+            hierarchy=hierarchy,
+            counters=counters,
         ),
         board=board,
         progress=_progress,

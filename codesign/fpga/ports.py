@@ -15,7 +15,8 @@ stream ``channel``; the wrapper sends back ``[channel][payload bytes]`` for ever
 output stream. Payloads travel little-endian (bit 0 of the payload is bit 0 of the first byte),
 padded with zeros to whole bytes. Other inputs are tied to zero; other outputs are left
 unconnected, so synthesis removes the logic only they need -- except a ``counters`` output, which
-the host reads with the snapshot command.
+a wrapper made with ``counters`` (``codesign synth --counters``) latches and sends on the
+snapshot command.
 
 Two byte values are commands, never channels: :data:`IDENTIFY` (``0xFF``) is answered with
 ``[0xFF][identity, 4 bytes]`` (:func:`build_identity`: a hash of the build's plan, ports and
@@ -57,14 +58,15 @@ MAX_STREAMS = 254
 SNAPSHOT_PORT = "counters"
 
 
-def build_identity(info: dict) -> int:
+def build_identity(info: dict, *, counters: bool = False) -> int:
     """The 32-bit identity word of a ``build.json`` dictionary: the first 4 bytes of the SHA-256 of
-    its plan, ports and Verilog digest (canonical JSON), read little-endian.
+    its plan, ports and Verilog digest (canonical JSON), and of whether the bitstream serialises
+    the ``counters`` output (``codesign synth --counters``), read little-endian.
 
     Two builds whose bitstreams a host could confuse differ in one of them: another network or
     plan changes ``plan``/``ports``, other frozen weights change the Verilog. A build with
     run-time weights keeps its identity for every bundle of its shape, which it serves."""
-    key = {k: info.get(k) for k in ("plan", "ports", "verilog_sha256")}
+    key = {k: info.get(k) for k in ("plan", "ports", "verilog_sha256")} | {"counters": counters}
     digest = hashlib.sha256(json.dumps(key, sort_keys=True, separators=(",", ":")).encode()).digest()
     return int.from_bytes(digest[:4], "little")
 
@@ -114,10 +116,14 @@ class PortMap:
     other_inputs: tuple[Port, ...] = ()
     other_outputs: tuple[Port, ...] = ()
     ports: dict[str, Port] = field(default_factory=dict)
+    counters: bool = False  # the wrapper serialises the counters output (the snapshot command)
 
     @property
     def snapshot_port(self) -> Port | None:
-        """The ``counters`` output the snapshot command reads, if the design has one."""
+        """The ``counters`` output the snapshot command reads, if the design has one and the
+        wrapper serialises it (``counters``)."""
+        if not self.counters:
+            return None
         for p in self.other_outputs:
             if p.name == SNAPSHOT_PORT:
                 return p
@@ -154,7 +160,7 @@ class PortMap:
                     "byte": SNAPSHOT,
                     "answer": f"[0xFE][{SNAPSHOT_PORT}, {(snap.width + 7) // 8} bytes little-endian]"
                     if snap
-                    else "[0xFE] (no counters in this build)",
+                    else "none (no counters serialised: codesign synth --counters)",
                 },
             },
             "tied_to_zero": [p.name for p in self.other_inputs],
@@ -166,8 +172,9 @@ def _where(path: Path | None, key: str) -> str:
     return f"{path}: {key}" if path is not None else key
 
 
-def port_map(info: dict, *, path: Path | None = None) -> PortMap:
-    """Sort the ``"ports"`` of a ``build.json`` dictionary; ``path`` only names the file in errors."""
+def port_map(info: dict, *, path: Path | None = None, counters: bool = False) -> PortMap:
+    """Sort the ``"ports"`` of a ``build.json`` dictionary; ``path`` only names the file in errors;
+    ``counters``: the wrapper serialises the ``counters`` output."""
     top = info.get("top", "accelerator")
     raw = info.get("ports")
     if not isinstance(raw, dict) or not raw:
@@ -236,10 +243,11 @@ def port_map(info: dict, *, path: Path | None = None) -> PortMap:
         other_inputs=tuple(p for p in others if p.direction == "in"),
         other_outputs=tuple(p for p in others if p.direction == "out"),
         ports=ports,
+        counters=counters,
     )
 
 
-def load_port_map(build: Path) -> PortMap:
+def load_port_map(build: Path, *, counters: bool = False) -> PortMap:
     """:func:`port_map` of ``BUILD/build.json``."""
     path = Path(build) / "build.json"
     if not path.is_file():
@@ -248,7 +256,7 @@ def load_port_map(build: Path) -> PortMap:
         info = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError) as err:
         raise CodesignError(f"not readable JSON ({err})", path=path) from None
-    return port_map(info, path=path)
+    return port_map(info, path=path, counters=counters)
 
 
 def encode_message(stream: Stream, value: int) -> bytes:

@@ -57,6 +57,7 @@ class SynthOptions:
     dsp: bool = True  # multipliers in DSP blocks (SB_MAC16 on the UP5K, MULT18X18D on the ECP5)
     ram: str = "block"  # "block": every memory in block RAM (EBR / DP16KD / SPRAM); "auto": yosys' choice
     hierarchy: bool = False  # also the cells of every module (codesign.fpga.hierarchy), a second yosys run
+    counters: bool = False  # serialise the counters output for the snapshot command (codesign board)
 
 
 def _say(progress: Callable[[str], None] | None, text: str) -> None:
@@ -220,10 +221,10 @@ def _write_wrapper(
     build: Path, work: Path, info: dict, target: Target, options: SynthOptions, progress
 ) -> dict:
     """Step 1: ``top.v`` (the UART wrapper, the PLL) and ``protocol.json``; returns the protocol."""
-    ports = load_port_map(build)
+    ports = load_port_map(build, counters=options.counters)
     _say(progress, f"[1/4] wrapper: fpga_top = {_streams_line(ports)} behind a {options.baud}-baud UART")
     shutil.copyfile(build / "accelerator.v", work / "accelerator.v")
-    identity = build_identity(info)
+    identity = build_identity(info, counters=ports.snapshot_port is not None)
     (work / "top.v").write_text(top_verilog(ports, target.divisor, identity=identity, pll=target.pll))
     clock = f"{target.clock_hz / 1e6:g} MHz " + (
         f"PLL clock (from the {target.device.board_clock_hz / 1e6:g} MHz oscillator)"
