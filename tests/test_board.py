@@ -436,3 +436,29 @@ def test_link_latency_counts_items_markers_and_results():
     assert link["margin_at_faster_bauds"]["3000000"] == pytest.approx(10_000 / 15)
     fast = link_latency(INFO, seqs, baud=100_000, cycles_per_step=12_000, clock_mhz=12, step_rate=100)
     assert fast["bottleneck"] == "accelerator" and fast["realtime_margin"] == 10
+
+
+# --- the command line ----------------------------------------------------------------------------
+
+
+def test_board_command_errors_are_one_line_exit_2(build, tmp_path):
+    import shutil
+
+    from typer.testing import CliRunner
+
+    from codesign.cli import app
+
+    for name in ("manifest.yaml", "weights.npz"):
+        shutil.copyfile(ROOT / "models" / "bundles" / "copy_first_cmru" / name, build / name)
+    np.save(tmp_path / "x.npy", np.zeros((1, 3, 15), dtype=np.int64))
+    (tmp_path / "bad.npy").write_bytes(b"not an array")
+    runner = CliRunner()
+    with ScriptedDevice(lambda b: b"") as dev:
+        for args, needle in (
+            (["--inputs", str(tmp_path / "missing.npy")], "--inputs file not found"),
+            (["--inputs", str(tmp_path / "bad.npy")], "not a readable .npy"),
+            (["--inputs", str(tmp_path / "x.npy"), "--timeout", "0.3"], "no reply within 0.3 s"),
+        ):
+            res = runner.invoke(app, ["board", str(build), "--port", dev.port, *args])
+            assert res.exit_code == 2, res.output
+            assert needle in res.output and res.output.strip().count("\n") <= 1, res.output
