@@ -95,3 +95,33 @@ def test_a_bitstream_of_another_build_is_refused(build):
     with SimulatedBoard(build, identity=own ^ 1, timeout=SIM_TIMEOUT) as sim:
         with pytest.raises(BoardIdentityError, match=f"expects 0x{own:08x}"):
             Board.open(build, sim.port, timeout_s=60, drop_s=0.05)
+
+
+def test_runtime_weights_load_over_the_link(tmp_path):
+    """A --weights runtime build starts with zero memories: the driver loads a bundle through the
+    configuration stream, then the results match that bundle's golden model."""
+    from codesign.bundle.random import make_random_network_bundle
+    from codesign.hw.build import build_rtl
+
+    bundle_dir = tmp_path / "bundle"
+    make_random_network_bundle(
+        str(bundle_dir),
+        seed=4,
+        inputs=3,
+        layers=[{"cell": "cmru", "size": 3, "eps": 1}],
+        classes=2,
+        input_bits=4,
+    )
+    build = tmp_path / "build"
+    build_rtl(bundle_dir, build, lanes=1, weights="runtime", counters="none")
+    bundle = load_bundle(bundle_dir)
+    rng = np.random.default_rng(2)
+    x = rng.integers(-8, 8, size=(2, 4, 3)) * (rng.random((2, 4, 3)) < 0.5)
+    golden = run_golden(bundle, x)
+    with SimulatedBoard(build, timeout=SIM_TIMEOUT, counters=False) as sim:
+        with Board.open(build, sim.port, timeout_s=60, drop_s=0.05) as board:
+            assert board.load_weights(bundle) > 0
+            results = board.run(list(x))
+            assert board.counters() == {}
+    for i, r in enumerate(results):
+        assert r.logits.tolist() == golden.logits[i].tolist() and int(r.classes) == golden.classes[i]
