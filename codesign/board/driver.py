@@ -116,8 +116,13 @@ class Board:
     def _messages(self, count: int, what: str) -> list[tuple[str, int]]:
         """The next ``count`` messages; a gap of ``timeout_s`` without a byte is an error."""
         deadline = time.monotonic() + self.timeout_s
+        import serial
+
         while len(self._queue) < count:
-            chunk = self.link.read(max(1, self.link.in_waiting))
+            try:
+                chunk = self.link.read(max(1, self.link.in_waiting))
+            except (serial.SerialException, OSError) as err:
+                raise BoardError(f"{self.port}: read failed while waiting for {what} ({err})") from None
             if chunk:
                 self.bytes_received += len(chunk)
                 deadline = time.monotonic() + self.timeout_s
