@@ -20,35 +20,11 @@ from pathlib import Path
 
 import numpy as np
 
+from codesign.board.fields import Fields
 from codesign.errors import CodesignError
 from codesign.fpga.ports import IDENTIFY, SNAPSHOT, PortMap, build_identity, encode_message, port_map
 from codesign.hw.images import config_beats
 from codesign.hw.pysim import item_beats
-
-
-class Fields:
-    """Pack and unpack a struct payload from ``build.json`` field offsets (``{name: offset, width, signed}``)."""
-
-    def __init__(self, spec: dict[str, dict[str, int]]) -> None:
-        self.spec = spec
-        self._items = [
-            (n, f["offset"], (1 << f["width"]) - 1, f["width"], f["signed"]) for n, f in spec.items()
-        ]
-
-    def unpack(self, value: int) -> dict[str, int]:
-        out = {}
-        for name, off, mask, width, signed in self._items:
-            v = (value >> off) & mask
-            if signed and v >> (width - 1):
-                v -= 1 << width
-            out[name] = v
-        return out
-
-    def pack(self, values: dict[str, int]) -> int:
-        word = 0
-        for name, off, mask, _, _ in self._items:
-            word |= (int(values.get(name, 0)) & mask) << off
-        return word
 
 
 def plan_options(info: dict) -> dict:
