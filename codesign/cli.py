@@ -68,6 +68,15 @@ def _register_fpga() -> None:
 _register_fpga()
 
 
+def _register_board() -> None:
+    from codesign.board.commands import register
+
+    register(app, user_errors)
+
+
+_register_board()
+
+
 def _register_explore() -> None:
     from codesign.explore.cli import register
 
@@ -847,7 +856,7 @@ if __name__ == "__main__":
 FLOW: dict[str, tuple[str, ...]] = {
     "Start here": ("doctor", "demo", "flow"),
     "Model": ("spoken-digits", "train", "eval", "quantize", "sweep", "export", "inspect", "repro"),
-    "Hardware": ("rtl", "synth", "area", "analog"),
+    "Hardware": ("rtl", "synth", "board", "area", "analog"),
     "Verification": ("sim", "golden", "random-bundle", "bench", "analog-check", "analog-eval"),
     "Analysis": ("report", "report-cells", "explore", "ladder"),
 }

@@ -12,6 +12,12 @@ The bridge speaks the protocol of :mod:`codesign.fpga.ports` on a pair of byte s
   channel byte, then the payload bytes straight from the design's payload port (stream rule:
   a payload stays put while ``valid`` is high and ``ready`` low), and raises ``ready`` for one
   cycle after the last byte is accepted. No output buffer is needed.
+* **commands**: two byte values are never input channels. ``0xFF`` (:data:`IDENTIFY`) asks for
+  the design's identity: the bridge answers ``[0xFF][4 bytes]``, the 32-bit ``identity`` baked in
+  (:func:`codesign.fpga.ports.build_identity`), so a host can tell which build the bitstream
+  holds. ``0xFE`` (:data:`SNAPSHOT`) latches the design's ``counters`` output (when it has one)
+  and answers ``[0xFE][counter bytes]``. A command is only seen between messages, like a channel
+  byte; the answers queue behind nothing (one pending answer of each kind).
 
 The design's stream signals are plain Signals in :attr:`AcceleratorBridge.design`, keyed by
 their ``build.json`` port names, for the wrapper to connect to an ``Instance`` (or a test to
@@ -20,13 +26,13 @@ connect to a stand-in).
 
 from __future__ import annotations
 
-__all__ = ["AcceleratorBridge"]
+__all__ = ["IDENTIFY", "SNAPSHOT", "AcceleratorBridge"]
 
 from amaranth import Array, Const, Module, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from codesign.fpga.ports import PortMap
+from codesign.fpga.ports import IDENTIFY, SNAPSHOT, PortMap
 
 
 class AcceleratorBridge(wiring.Component):
@@ -38,6 +44,8 @@ class AcceleratorBridge(wiring.Component):
         The wrapped design's ports (:func:`codesign.fpga.ports.port_map`).
     timeout : int
         Cycles without a byte after which a half-received message is dropped (0: never).
+    identity : int
+        The 32-bit word answered to :data:`IDENTIFY`.
 
     Interface attributes
     --------------------
@@ -50,11 +58,14 @@ class AcceleratorBridge(wiring.Component):
         as the design sees them.
     """
 
-    def __init__(self, ports: PortMap, *, timeout: int = 0) -> None:
+    def __init__(self, ports: PortMap, *, timeout: int = 0, identity: int = 0) -> None:
         if timeout < 0:
             raise ValueError(f"timeout {timeout} must be >= 0")
+        if not 0 <= identity < 1 << 32:
+            raise ValueError(f"identity {identity} is not a 32-bit word")
         self.ports = ports
         self.timeout = timeout
+        self.identity = identity
         super().__init__({"rx": In(stream.Signature(8)), "tx": Out(stream.Signature(8))})
         self.design: dict[str, Signal] = {}
         for s in ports.inputs + ports.outputs:
@@ -62,12 +73,27 @@ class AcceleratorBridge(wiring.Component):
                 self.design[s.payload] = Signal(s.width, name=s.payload)
             self.design[s.valid] = Signal(name=s.valid)
             self.design[s.ready] = Signal(name=s.ready)
+        snapshot = ports.snapshot_port
+        if snapshot is not None:
+            self.design[snapshot.name] = Signal(snapshot.width, name=snapshot.name)
+        self._in_message = Signal(name="in_message")  # a channel byte was taken, its message is not done
+        self._identify = Signal(name="identify_pending")
+        self._snapshot = Signal(name="snapshot_pending")
 
     def elaborate(self, platform):
         m = Module()
+        self._commands(m)
         self._host_to_design(m)
         self._design_to_host(m)
         return m
+
+    def _commands(self, m: Module) -> None:
+        """IDENTIFY / SNAPSHOT bytes between messages set a pending answer."""
+        between = self.rx.valid & self.rx.ready & ~self._in_message
+        with m.If(between & (self.rx.payload == IDENTIFY)):
+            m.d.sync += self._identify.eq(1)
+        with m.If(between & (self.rx.payload == SNAPSHOT)):
+            m.d.sync += self._snapshot.eq(1)
 
     def _host_to_design(self, m: Module) -> None:
         inputs = self.ports.inputs
@@ -97,7 +123,7 @@ class AcceleratorBridge(wiring.Component):
                     with m.Else():
                         m.next = "PAYLOAD"
             with m.State("PAYLOAD"):
-                m.d.comb += self.rx.ready.eq(1)
+                m.d.comb += [self.rx.ready.eq(1), self._in_message.eq(1)]
                 with m.If(self.rx.valid):
                     for i in range(max_bytes):
                         with m.If(index == i):
@@ -113,41 +139,66 @@ class AcceleratorBridge(wiring.Component):
                     with m.Else():
                         m.d.sync += idle.eq(idle + 1)
             with m.State("DELIVER"):
+                m.d.comb += self._in_message.eq(1)
                 for s in inputs:
                     with m.If(channel == s.channel):
                         m.d.comb += self.design[s.valid].eq(1)
                         with m.If(self.design[s.ready]):
                             m.next = "CHANNEL"
 
-    def _design_to_host(self, m: Module) -> None:
-        outputs = self.ports.outputs
-        if not outputs:
-            return
-        max_bytes = max(s.payload_bytes for s in outputs)
-        channel = Signal(range(len(outputs)), name="out_channel")
-        index = Signal(range(max_bytes + 1), name="out_index")
-        lengths = Array(Const(s.payload_bytes, range(max_bytes + 1)) for s in outputs)
+    def _sources(self, m: Module) -> list[tuple[int, object, int, object, object]]:
+        """``(channel byte, payload, bytes, valid, ready)`` of everything the bridge sends, in priority order."""
+        sources = [
+            (
+                s.channel,
+                self.design[s.payload] if s.width else Const(0, 1),
+                s.payload_bytes,
+                self.design[s.valid],
+                self.design[s.ready],
+            )
+            for s in self.ports.outputs
+        ]
+        ack_id, ack_snap = Signal(name="identify_ack"), Signal(name="snapshot_ack")
+        with m.If(ack_id):
+            m.d.sync += self._identify.eq(0)
+        sources.append((IDENTIFY, Const(self.identity, 32), 4, self._identify, ack_id))
+        snapshot = self.ports.snapshot_port
+        if snapshot is not None:
+            latched = Signal(snapshot.width, name="snapshot_word")
+            with m.If(~self._snapshot):  # stays put while it is being sent
+                m.d.sync += latched.eq(self.design[snapshot.name])
+            with m.If(ack_snap):
+                m.d.sync += self._snapshot.eq(0)
+            sources.append((SNAPSHOT, latched, (snapshot.width + 7) // 8, self._snapshot, ack_snap))
+        return sources
 
-        # The byte `index` of output `channel`'s payload: one mux per byte position over channels.
+    def _design_to_host(self, m: Module) -> None:
+        sources = self._sources(m)
+        max_bytes = max(n for _, _, n, _, _ in sources)
+        source = Signal(range(len(sources)), name="out_source")
+        index = Signal(range(max_bytes + 1), name="out_index")
+        lengths = Array(Const(n, range(max_bytes + 1)) for _, _, n, _, _ in sources)
+        codes = Array(Const(code, 8) for code, _, _, _, _ in sources)
+
+        # The byte `index` of the payload of `source`: one mux per byte position over sources.
         byte = Signal(8, name="out_byte")
-        for s in outputs:
-            with m.If(channel == s.channel):
-                for i in range(s.payload_bytes):
+        for k, (_, payload, n, _, _) in enumerate(sources):
+            with m.If(source == k):
+                for i in range(n):
                     with m.If(index == i):
-                        chunk = self.design[s.payload][8 * i : 8 * i + 8]
-                        m.d.comb += byte.eq(chunk)
+                        m.d.comb += byte.eq(payload[8 * i : 8 * i + 8])
 
         with m.FSM(name="design_to_host"):
             with m.State("IDLE"):
-                # Lowest channel first: the last matching If wins, so walk from the highest down.
-                for s in reversed(outputs):
-                    with m.If(self.design[s.valid]):
-                        m.d.sync += [channel.eq(s.channel), index.eq(0)]
+                # First source first: the last matching If wins, so walk from the last one down.
+                for k in reversed(range(len(sources))):
+                    with m.If(sources[k][3]):
+                        m.d.sync += [source.eq(k), index.eq(0)]
                         m.next = "CHANNEL"
             with m.State("CHANNEL"):
-                m.d.comb += [self.tx.valid.eq(1), self.tx.payload.eq(channel)]
+                m.d.comb += [self.tx.valid.eq(1), self.tx.payload.eq(codes[source])]
                 with m.If(self.tx.ready):
-                    with m.If(lengths[channel] == 0):
+                    with m.If(lengths[source] == 0):
                         m.next = "ACCEPT"
                     with m.Else():
                         m.next = "PAYLOAD"
@@ -155,9 +206,9 @@ class AcceleratorBridge(wiring.Component):
                 m.d.comb += [self.tx.valid.eq(1), self.tx.payload.eq(byte)]
                 with m.If(self.tx.ready):
                     m.d.sync += index.eq(index + 1)
-                    with m.If(index + 1 == lengths[channel]):
+                    with m.If(index + 1 == lengths[source]):
                         m.next = "ACCEPT"
             with m.State("ACCEPT"):
-                for s in outputs:
-                    m.d.comb += self.design[s.ready].eq(channel == s.channel)
+                for k, (_, _, _, _, ready) in enumerate(sources):
+                    m.d.comb += ready.eq(source == k)
                 m.next = "IDLE"

@@ -97,7 +97,14 @@ def hierarchy_table(rows: list[dict]) -> Table:
 
 def synth(
     build: Annotated[Path, typer.Argument(help="build directory made by `codesign rtl BUNDLE --out BUILD`")],
-    device: Annotated[str, typer.Option("--device", help=_DEVICES)] = "up5k",
+    device: Annotated[str | None, typer.Option("--device", help=f"{_DEVICES} (default up5k)")] = None,
+    board: Annotated[
+        str | None,
+        typer.Option(
+            "--board",
+            help="icebreaker, upduino3, ulx3s-85f or orangecrab-25f: the board's pins, oscillator and a PLL",
+        ),
+    ] = None,
     freq: Annotated[
         float | None, typer.Option("--freq", help="timing target in MHz (default: 30 on iCE40, 80 on ECP5)")
     ] = None,
@@ -120,16 +127,30 @@ def synth(
             "--hierarchy", help="also list the cells of every module (a second, unflattened yosys run)"
         ),
     ] = False,
+    counters: Annotated[
+        bool,
+        typer.Option(
+            "--counters", help="serialise the counters for `codesign board` (about 2 FF per counter bit)"
+        ),
+    ] = False,
 ) -> None:
     """Synthesise, place and route the accelerator behind a UART; bitstream, utilisation and Fmax in BUILD/synth/DEVICE/."""
     from codesign.fpga.synth import SynthOptions, synthesize
 
     summary = synthesize(
         build,
-        device,
+        device if device is not None or board is not None else "up5k",
         SynthOptions(
-            freq_mhz=freq, baud=baud, seed=seed, timeout_s=timeout, ram=ram, dsp=dsp, hierarchy=hierarchy
+            freq_mhz=freq,
+            baud=baud,
+            seed=seed,
+            timeout_s=timeout,
+            ram=ram,
+            dsp=dsp,
+            hierarchy=hierarchy,
+            counters=counters,
         ),
+        board=board,
         progress=_progress,
     )
     if json_path is not None:

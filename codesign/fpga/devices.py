@@ -11,7 +11,8 @@ ecp5-85k   ECP5 LFE5U-85F, CABGA381         ULX3S (85F)             25 MHz    fl
 
 The board clock only sets the UART's baud divisor; the timing target handed to nextpnr
 (``--freq``, default :attr:`Device.target_mhz`) is what the Fmax is checked against. A design
-run faster than its board clock needs a PLL in front (not generated).
+run faster than its board clock needs a PLL in front: ``codesign synth --board``
+(:mod:`codesign.fpga.boards`) makes one, with the board's own pins.
 """
 
 from __future__ import annotations

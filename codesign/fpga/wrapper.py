@@ -12,7 +12,12 @@ the first 16 cycles after configuration (the accelerator's ``rst`` is synchronou
 The UART has no flow control, so received bytes wait in a 512-byte FIFO until the bridge takes
 them: a host may send up to 511 bytes ahead of what the design has consumed.
 Inputs that are not part of a stream are tied to zero; outputs that are not part of one are
-left unconnected and synthesis removes the logic only they need.
+left unconnected and synthesis removes the logic only they need (the ``counters`` output goes to
+the bridge's snapshot command). The bridge answers the identify command with the build's
+identity word (:func:`codesign.fpga.ports.build_identity`).
+
+For simulation (:mod:`codesign.board.simboard`) the wrapper takes the Amaranth accelerator itself
+instead of the ``Instance``, a small divisor and a short message timeout.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from amaranth.back import verilog
 from amaranth.lib import wiring
 from amaranth.lib.cdc import FFSynchronizer
 from amaranth.lib.fifo import SyncFIFOBuffered
+from amaranth.lib.wiring import In
 
 from codesign.fpga.bridge import AcceleratorBridge
 from codesign.fpga.ports import PortMap
@@ -47,6 +53,16 @@ class FpgaTop(Elaboratable):
         The accelerator's ports.
     divisor : int
         Clock cycles per UART bit (:func:`codesign.fpga.uart.baud_divisor`).
+    identity : int
+        The 32-bit word the identify command answers.
+    timeout : int
+        Cycles without a byte after which the bridge drops a half-received message.
+    accelerator : wiring.Component, optional
+        The accelerator as an Amaranth component whose flattened ports carry the ``build.json``
+        names (simulation); by default an ``Instance`` of ``ports.top``.
+    pll : codesign.fpga.pll.Pll, optional
+        A PLL from the board oscillator (``clk``) to the design clock; the power-on reset then
+        also waits for its lock.
 
     Attributes
     ----------
@@ -57,11 +73,24 @@ class FpgaTop(Elaboratable):
         The serial lines (idle high).
     """
 
-    def __init__(self, ports: PortMap, divisor: int) -> None:
+    def __init__(
+        self,
+        ports: PortMap,
+        divisor: int,
+        *,
+        identity: int = 0,
+        timeout: int = MESSAGE_TIMEOUT,
+        accelerator: wiring.Component | None = None,
+        pll=None,
+    ) -> None:
         self.ports = ports
         self.divisor = divisor
+        self.identity = identity
+        self.timeout = timeout
+        self.accelerator = accelerator
+        self.pll = pll
         self.cd_sync = ClockDomain("sync", local=True)
-        self.clk = self.cd_sync.clk
+        self.clk = self.cd_sync.clk if pll is None else Signal(name="clk")
         self.uart_rx = Signal(init=1, name="uart_rx")
         self.uart_tx = Signal(init=1, name="uart_tx")
 
@@ -70,13 +99,24 @@ class FpgaTop(Elaboratable):
         m.domains.sync = self.cd_sync
         # Power-on reset: a counter that no reset touches holds the domain in reset for POR_CYCLES.
         por = Signal(range(POR_CYCLES), name="por_count", reset_less=True)
+        locked = Signal(init=1, name="pll_locked")
+        if self.pll is not None:
+            from codesign.fpga.pll import pll_instance
+
+            lock = Signal(name="pll_lock")
+            m.submodules.pll = pll_instance(self.pll, self.clk, self.cd_sync.clk, lock)
+            m.d.comb += locked.eq(lock)
         m.d.comb += self.cd_sync.rst.eq(por != POR_CYCLES - 1)
-        with m.If(por != POR_CYCLES - 1):
+        with m.If(~locked):
+            m.d.sync += por.eq(0)
+        with m.Elif(por != POR_CYCLES - 1):
             m.d.sync += por.eq(por + 1)
 
         m.submodules.uart_rx = rx = UartRx(self.divisor)
         m.submodules.uart_tx = tx = UartTx(self.divisor)
-        m.submodules.bridge = bridge = AcceleratorBridge(self.ports, timeout=MESSAGE_TIMEOUT)
+        m.submodules.bridge = bridge = AcceleratorBridge(
+            self.ports, timeout=self.timeout, identity=self.identity
+        )
         m.submodules.rx_sync = FFSynchronizer(self.uart_rx, rx.rx, init=1)
         # The UART has no flow control: bytes the bridge cannot take yet (the design is busy, or
         # its results are still being sent) wait here. One iCE40 EBR / ECP5 DP16KD.
@@ -90,6 +130,9 @@ class FpgaTop(Elaboratable):
         wiring.connect(m, bridge.tx, tx.bytes)
         m.d.comb += self.uart_tx.eq(tx.tx)
 
+        if self.accelerator is not None:
+            self._connect_component(m, bridge)
+            return m
         connections: dict[str, object] = {
             f"i_{self.ports.clock}": ClockSignal(),
             f"i_{self.ports.reset}": ResetSignal(),
@@ -102,8 +145,25 @@ class FpgaTop(Elaboratable):
         m.submodules.accelerator = Instance(self.ports.top, **connections)
         return m
 
+    def _connect_component(self, m: Module, bridge: AcceleratorBridge) -> None:
+        """The bridge's signals to the flattened ports of an Amaranth accelerator (same names)."""
+        m.submodules.accelerator = acc = self.accelerator
+        flat = {
+            "__".join(map(str, path)): (member, value) for path, member, value in acc.signature.flatten(acc)
+        }
+        for name, sig in bridge.design.items():
+            member, value = flat[name]
+            value = value.as_value() if hasattr(value, "as_value") else value
+            if member.flow == In:
+                m.d.comb += value.eq(sig)
+            else:
+                m.d.comb += sig.eq(value)
+        for port in self.ports.other_inputs:
+            member, value = flat[port.name]
+            m.d.comb += (value.as_value() if hasattr(value, "as_value") else value).eq(0)
 
-def top_verilog(ports: PortMap, divisor: int) -> str:
+
+def top_verilog(ports: PortMap, divisor: int, *, identity: int = 0, pll=None) -> str:
     """Verilog of ``fpga_top`` (the accelerator module itself comes from ``BUILD/accelerator.v``)."""
-    top = FpgaTop(ports, divisor)
+    top = FpgaTop(ports, divisor, identity=identity, pll=pll)
     return verilog.convert(top, name=TOP_NAME, ports=[top.clk, top.uart_rx, top.uart_tx], emit_src=False)

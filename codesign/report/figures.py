@@ -11,6 +11,7 @@ from codesign.bundle.io import load_bundle
 from codesign.energy import DEFAULT_LEAK_NW_PER_UM2, ENERGY_PJ, dynamic_energy
 from codesign.errors import CodesignError
 from codesign.report.analog import CACHE_DIR, analog_power, not_measured, side_by_side
+from codesign.report.link import link_latency
 from codesign.report.measure import dense_macs, load_inputs, measure, sweep_lanes
 from codesign.report.references import REFERENCES
 
@@ -145,8 +146,9 @@ def _lane_sweep(
     return sweep
 
 
-def _latency(main: dict, clock: dict, step_rate: float, synth: list[dict]) -> dict:
-    """Cycles per step of the built design, in time at ``clock``, against the step period."""
+def _latency(main: dict, clock: dict, step_rate: float, synth: list[dict], info: dict, seqs: list) -> dict:
+    """Cycles per step of the built design, in time at ``clock``, against the step period; the
+    UART link's share (bytes per step at 115,200 baud) beside it."""
     cps = main["cycles_per_step"]
     time_step_us = cps / clock["mhz"]
     period_us = 1e6 / step_rate
@@ -161,6 +163,9 @@ def _latency(main: dict, clock: dict, step_rate: float, synth: list[dict]) -> di
         "step_period_us": period_us,
         "realtime_margin": period_us / time_step_us,
         "min_clock_mhz_for_rate": cps * step_rate / 1e6,
+        "link": link_latency(
+            info, seqs, baud=115200, cycles_per_step=cps, clock_mhz=clock["mhz"], step_rate=step_rate
+        ),
         "synth": synth,
     }
 
@@ -271,7 +276,7 @@ def build_figures(
         "lanes": p0,
         "network": {"layers": info["layers"], "readout": info["readout"], "input": info["input"]},
         "inputs": {"source": source, "sequences": len(seqs), "steps_per_sequence": steps_per_inference},
-        "latency": _latency(main, clock, step_rate, synth),
+        "latency": _latency(main, clock, step_rate, synth, info, seqs),
         "energy": _energy_section(main, area, leak_nw_per_um2),
         "area": _area(info, area, area_path, synth),
         "dense_vs_event": _dense_vs_event(info, bundle.manifest, main),

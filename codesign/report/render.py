@@ -140,6 +140,7 @@ def _latency_section(report: dict) -> list[str]:
         f"| step rate / period | {lat['step_rate_hz']:g} steps/s / {lat['step_period_us']:.0f} us |",
         f"| real-time margin (period / time per step) | {lat['realtime_margin']:.0f} x |",
         f"| lowest clock that keeps up | {lat['min_clock_mhz_for_rate'] * 1e3:.1f} kHz |",
+        *_link_rows(lat.get("link")),
         "",
     ]
     if lat["synth"]:
@@ -293,3 +294,17 @@ def render_markdown(report: dict, png_name: str | None, command: str | None) -> 
     if command:
         out += ["", "Made by:", "", "```", command, "```"]
     return "\n".join(out) + "\n"
+
+
+def _link_rows(link: dict | None) -> list[str]:
+    """The serial link's lines of the latency table (codesign.report.link)."""
+    if not link:
+        return []
+    faster = ", ".join(f"{int(b) / 1e6:g} Mbaud {m:.0f} x" for b, m in link["margin_at_faster_bauds"].items())
+    return [
+        f"| UART bytes per step in / out ({link['baud']} baud, 10 bits a byte) | "
+        f"{link['bytes_per_step_in']:.1f} / {link['bytes_per_step_out']:.2f} |",
+        f"| link time per step / accelerator time per step | {link['link_us_per_step']:.1f} us / "
+        f"{link['compute_us_per_step']:.2f} us ({link['bottleneck']} bound) |",
+        f"| real-time margin counting the link | {link['realtime_margin']:.1f} x (faster links: {faster}) |",
+    ]
