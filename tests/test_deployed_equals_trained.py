@@ -35,7 +35,7 @@ def data(tmp_path_factory) -> tuple[Path, Path]:
 
 
 KNOWN_GAPS: dict[tuple[str, int], str] = {}
-"""Kinds and widths that miss the bound today, with why (strict: a fix makes the test fail until removed)."""
+"""Kinds and widths that miss the bound, with why (strict: a fix makes the test fail until removed)."""
 
 
 @pytest.mark.slow
