@@ -35,14 +35,15 @@ BUNDLES = ROOT / "models" / "bundles"
 
 @dataclass(frozen=True)
 class Variant:
-    """One set of ``codesign rtl`` options for the UP5K."""
+    """One set of ``codesign rtl`` options; the netlist is always the UP5K's."""
 
     name: str
     lanes: int
     options: dict
+    target: str = "up5k"
 
     def rtl_kwargs(self) -> dict:
-        return {"lanes": self.lanes, "target": "up5k", "counters": "basic", **self.options}
+        return {"lanes": self.lanes, "target": self.target, "counters": "basic", **self.options}
 
 
 VARIANTS = (
@@ -51,8 +52,10 @@ VARIANTS = (
     Variant("baked_dsp_p2", 2, {"weights": "baked", "share": "off"}),
     Variant("runtime_p2", 2, {"weights": "runtime", "share": "auto"}),
     Variant("spram_p2", 2, {"weights": "spram", "share": "auto"}),
-    Variant("serial_lut_p2", 2, {"weights": "frozen", "share": "auto:2"}),
-    Variant("merged_narrow_p2", 2, {"weights": "frozen", "share": "auto", "narrow": "auto", "merge": "auto"}),
+    # every product a LUT multiplier (the ASIC plan), two cycles each
+    Variant("serial_lut_p2", 2, {"weights": "frozen", "share": "auto:2"}, target="asic"),
+    # the UP5K folds and merges words by default: one design without either
+    Variant("unfolded_p2", 2, {"weights": "frozen", "share": "auto", "narrow": "off", "merge": "off"}),
     Variant("shared_updates_p4", 4, {"weights": "frozen", "share": "on", "share_updates": "on"}),
 )
 QUICK = ("frozen_shared_p1", "spram_p2", "serial_lut_p2")
