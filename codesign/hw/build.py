@@ -190,6 +190,7 @@ def build_rtl(
     narrow: str | None = None,
     share_updates: str = "off",
     merge: str = "off",
+    mapping: dict | None = None,
 ) -> dict:
     """Generate ``accelerator.v`` for the bundle in ``bundle_dir`` into ``out_dir`` (atomically).
 
@@ -233,6 +234,9 @@ def build_rtl(
         The memories an engine reads at one address in one cycle (parameters, state, pooled sums)
         in one physical word (``plan.merge``; ``plan.memories[].shared`` and ``offset``, and
         ``plan.physical``: each physical memory's parts, width and depth).
+    mapping : dict or None
+        The mapper's record (``codesign rtl --device``: :meth:`codesign.hw.mapper.Mapping.record`),
+        kept in ``build.json`` as ``mapping``; None for a build whose options were given by hand.
 
     Returns
     -------
@@ -296,6 +300,8 @@ def build_rtl(
         "inputs or non-zero DCLS outputs, work_l = events of layer l-1; passes_l = cycles per slot with "
         "shared multipliers or digit-serial products, 1 without)",
     }
+    if mapping is not None:
+        info["mapping"] = mapping
     previous = _read_json(out_dir / BUILD_JSON)
     with atomic_dir(out_dir) as tmp:
         (tmp / VERILOG).write_text(text)
