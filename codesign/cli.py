@@ -803,6 +803,15 @@ def sim(
     ] = None,
     gaps: Annotated[bool, typer.Option(help="random valid gaps and back-pressure on every stream")] = True,
     timeout: Annotated[float, typer.Option(help="seconds before the simulator is killed")] = 1800,
+    test_set: Annotated[
+        int | None,
+        typer.Option(
+            "--test-set",
+            help="simulate the first N sequences of the bundle's own test set (its provenance's task and "
+            "seed, standardised and quantized as training and the golden model do; 0: all) with their "
+            "labels: accuracy and mismatches, no inputs to prepare",
+        ),
+    ] = None,
 ) -> None:
     """Simulate the RTL with cocotb and compare it with the golden model bit by bit."""
     from codesign.atomic import write_text
@@ -810,6 +819,11 @@ def sim(
 
     if simulator not in ("icarus", "verilator"):
         raise CodesignError(f"--sim {simulator!r} is not one of icarus, verilator")
+    if test_set is not None:
+        if inputs is not None or labels is not None:
+            raise CodesignError("--test-set brings its own inputs and labels: leave out --inputs and --labels")
+        inputs, labels = _test_set_files(build, test_set)
+        vectors = 0
     if vectors is None:
         vectors = 0 if inputs is not None else 20
     report = run_sim(
@@ -831,6 +845,39 @@ def sim(
         write_text(json_path, json.dumps(report.summary_json(), indent=2) + "\n")
     if report.mismatches:
         raise typer.Exit(1)
+
+
+def _test_set_files(build: Path, count: int) -> tuple[Path, Path]:
+    """The first ``count`` (0: all) test sequences of the build's bundle, quantized, and their
+    labels, as ``.npy`` files in ``BUILD/test_set/`` (what ``--inputs`` and ``--labels`` read)."""
+    from codesign.bundle import load_bundle
+    from codesign.golden.model import quantize_inputs
+
+    if count < 0:
+        raise CodesignError(f"--test-set {count}: the number of sequences must be >= 0 (0: all)")
+    bundle = load_bundle(build)
+    prov = bundle.manifest.provenance or {}
+    task = prov.get("task") if isinstance(prov, dict) else None
+    if not task or "seed" not in prov:
+        raise CodesignError(
+            "--test-set: the bundle's provenance names no task and seed (a random or hand-made bundle); "
+            "give --inputs and --labels instead",
+            path=build / "manifest.yaml",
+        )
+    from codesign.train.recipe import build_task
+
+    options = {k: v for k, v in task.items() if k != "name"}
+    x, y = build_task(task["name"], options).split("test", int(prov["seed"]))
+    n = len(x) if count == 0 else min(count, len(x))
+    q = np.asarray(quantize_inputs(bundle, x.numpy()[:n]), dtype=np.int64)
+    out = Path(build) / "test_set"
+    out.mkdir(exist_ok=True)
+    np.save(out / "inputs.npy", q)
+    labels = y[:n].numpy()
+    if np.issubdtype(labels.dtype, np.floating):  # one-hot targets: the class is the hot index
+        labels = labels.argmax(-1)
+    np.save(out / "labels.npy", labels.astype(np.int64))
+    return out / "inputs.npy", out / "labels.npy"
 
 
 @app.command()
