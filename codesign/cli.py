@@ -821,7 +821,9 @@ def sim(
         raise CodesignError(f"--sim {simulator!r} is not one of icarus, verilator")
     if test_set is not None:
         if inputs is not None or labels is not None:
-            raise CodesignError("--test-set brings its own inputs and labels: leave out --inputs and --labels")
+            raise CodesignError(
+                "--test-set brings its own inputs and labels: leave out --inputs and --labels"
+            )
         inputs, labels = _test_set_files(build, test_set)
         vectors = 0
     if vectors is None:
