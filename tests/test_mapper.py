@@ -170,3 +170,38 @@ def test_sim_test_set_needs_a_task_in_the_provenance(tmp_path: Path) -> None:
     assert invoke("rtl", bundle, "--out", tmp_path / "r").exit_code == 0
     res = runner.invoke(app, ["sim", str(tmp_path / "r"), "--test-set", "1"])
     assert res.exit_code == 2 and "names no task and seed" in " ".join(res.output.split())
+
+
+def test_confirm_picks_on_the_measured_figures(tmp_path: Path, monkeypatch) -> None:
+    """``--confirm N`` synthesises the N best (here a stand-in for the FPGA batch) and picks the
+    best measured one that places and meets the clock; one that misses the clock is passed over."""
+    import codesign.fpga.batch_jobs as batch_jobs
+
+    m = mapper.map_bundle(BUNDLES / "copy_first_cmru", "up5k", objective="area", step_rate=100)
+    first, second, third = m.ranked[:3]
+    measured = {  # build folder -> (logic cells, timing met)
+        "c0": (3000, True),
+        "c1": (1000, False),
+        "c2": (1500, True),
+    }
+    jobs = []
+
+    def fake_run_job(job: dict) -> list[dict]:
+        jobs.append(job)
+        cells, met = measured[Path(job["build"]).parent.name]
+        util = {
+            "ICESTORM_LC": {"used": cells},
+            "ICESTORM_RAM": {"used": 5},
+            "ICESTORM_SPRAM": {"used": 0},
+            "ICESTORM_DSP": {"used": 2},
+        }
+        summary = {"status": "ok", "utilisation": util, "timing_met": met, "fmax_mhz": 31.0 if met else 20.0}
+        return [{"kind": "synth", "summary": summary}]
+
+    monkeypatch.setattr(batch_jobs, "run_job", fake_run_job)
+    got = mapper.confirm(m, BUNDLES / "copy_first_cmru", tmp_path / "work", 3)
+    assert len(jobs) == 3 and all(j["devices"] == ["up5k"] and j["target"] == "up5k" for j in jobs)
+    assert [j["lanes"] for j in jobs] == [first.lanes, second.lanes, third.lanes]
+    assert got.winner.flags() == third.flags()
+    assert got.winner.resources.logic_cells == 1500 and got.record()["measured"]["fmax_mhz"] == 31.0
+    assert "--confirm 3" in got.reason and "measured best" in got.reason

@@ -289,17 +289,17 @@ def features(plan: AcceleratorPlan) -> dict[str, float]:
 
 COEFFICIENTS: dict[str, dict[str, float]] = {
     "ice40": {
-        "base": 359.5738,
-        "engines": 226.9921,
-        "datapath": 2.4961,
-        "lut_products": 2.2151,
-        "updates": 5.657,
-        "memory_logic": 0.8332,
+        "base": 390.6759,
+        "engines": 226.9161,
+        "datapath": 2.4449,
+        "lut_products": 2.2235,
+        "updates": 5.5149,
+        "memory_logic": 0.8274,
         "bypass": 0.0,
-        "config": 5.8155,
+        "config": 5.7168,
         "counters": 0.0,
         "dcls": 1.737,
-        "queues": 6.037,
+        "queues": 6.0239,
     },
     "ecp5": {
         "base": 0.0,
