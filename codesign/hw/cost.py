@@ -149,7 +149,7 @@ def count_blocks(plan: AcceleratorPlan, device: Device) -> int:
     chip = Target("count", "", block_shapes=shapes)
     blocks = device.wrapper_blocks
     for _name, depth, width, banks, style in _physical(plan):
-        if depth <= 2:  # yosys makes one- and two-word memories flip-flops (once-per-sequence queues)
+        if depth <= 1 or depth * width <= 2:  # yosys makes these flip-flops (once-per-sequence queues)
             continue
         if style == "block" or (style == "auto" and not target.maps):
             blocks += banks * chip.blocks_for(depth, -(-width // banks))
@@ -163,25 +163,29 @@ def count_sprams(plan: AcceleratorPlan) -> int:
 
 
 def count_dsps(plan: AcceleratorPlan) -> int:
-    """Hard multipliers of the plan: weight products, update units and DCLS taps on them."""
+    """Hard multipliers of the plan: weight products, update units and DCLS taps on them (a
+    product under the chip's :attr:`Target.min_product_bits` stays in LUTs)."""
     target = get_target(plan.target)
     if not target.multipliers:
         return 0
+
+    def dsps(a_bits: int, b_bits: int) -> int:
+        return target.multiplies_needed(a_bits, b_bits) if a_bits + b_bits >= target.min_product_bits else 0
+
     total = 0
     for e in plan.engines:
-        per_product = target.multiplies_needed(e.weight_bits, e.item_bits)
         if e.multiplier == "hard":
-            total += e.lanes * e.products * per_product
+            total += e.lanes * e.products * dsps(e.weight_bits, e.item_bits)
         elif e.multiplier == "mixed":
-            total += e.hard_products * per_product
+            total += e.hard_products * dsps(e.weight_bits, e.item_bits)
         update_products = CELLS[e.kind].update_products if e.kind in CELLS else 0
         if update_products and e.update_multiplier == "hard":
             units = 1 if e.shared_update else e.lanes
-            total += units * update_products * target.multiplies_needed(e.gate_bits + 2, e.state_bits + 1)
+            total += units * update_products * dsps(e.gate_bits + 2, e.state_bits + 1)
         if e.period and e.inputs & (e.inputs - 1):
             total += 1  # a selective update's first input of a group (group x inputs) takes one
         if e.dcls is not None and e.dcls.hard_taps:
-            total += e.dcls.hard_taps * target.multiplies_needed(e.dcls.weight_bits, e.dcls.item_bits)
+            total += e.dcls.hard_taps * dsps(e.dcls.weight_bits, e.dcls.item_bits)
     return total
 
 
