@@ -116,7 +116,7 @@ class Resources:
             ("DSPs", self.dsps, device.dsps),
         ):
             if used > avail:
-                out.append(f"needs {used} of {avail} {what}")
+                out.append(f"needs {used:,} of {avail:,} {what}")
         return out
 
     def as_dict(self) -> dict[str, int]:
