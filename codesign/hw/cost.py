@@ -206,16 +206,18 @@ FEATURES = (
 
 
 def _memory_cells(mem: MemoryPlan, target: Target, width: int) -> float:
-    """Logic a memory outside block RAM takes by the target's own estimate (0 in block RAM)."""
+    """Logic a memory outside block RAM takes by the target's own estimate (0 in block RAM). A
+    memory the plan left to the tool (``auto``) is block RAM on an FPGA (``codesign synth --ram
+    block``) and flip-flops (a ROM: logic) on an ASIC."""
     if mem.style in ("block", "huge", "registers"):
+        return 0.0
+    if mem.style == "auto" and target.name != "asic":
         return 0.0
     if mem.style == "distributed":
         d, w = target.lut_ram or (16, 4)
         return math.ceil(mem.depth / d) * math.ceil(width / w) * target.lut_ram_cells + width
     if mem.rom:
         return target.rom_cells(mem.depth, width)
-    if mem.style == "auto":  # generic / asic: the tool decides; count it as block RAM on FPGAs
-        return 0.0
     return target.logic_cells(mem.depth, width)
 
 
