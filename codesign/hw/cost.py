@@ -194,6 +194,7 @@ FEATURES = (
     "engines",
     "datapath",
     "lut_products",
+    "serial",
     "updates",
     "memory_logic",
     "bypass",
@@ -248,7 +249,8 @@ def features(plan: AcceleratorPlan) -> dict[str, float]:
     """The per-component quantities the logic-cell model weighs (:data:`FEATURES`).
 
     ``datapath``: accumulator and pipeline bits of the lane arrays (lanes x products x acc bits);
-    ``lut_products``: bits of the weight products in LUTs; ``updates``: update units x their state
+    ``lut_products``: bits of the weight products in LUTs; ``serial``: lanes x products x (weight
+    + accumulator bits) of digit-serial products (``--share-multipliers X:K``); ``updates``: update units x their state
     and accumulator bits (a minGRU's LUT multiplier counted by its operand bits); ``memory_logic``:
     the target's own estimate of the memories it keeps in logic, LUT RAM or LUT ROMs;
     ``bypass``: bits of the block RAMs whose reads yosys bypasses (:func:`_bypass_bits`);
@@ -263,6 +265,8 @@ def features(plan: AcceleratorPlan) -> dict[str, float]:
         f["engines"] += 1
         f["datapath"] += e.lanes * e.products * e.acc_bits
         f["lut_products"] += _lut_products(e)
+        if e.digit_passes > 1:  # digit-serial products: the digit select and the partial-sum register
+            f["serial"] += e.lanes * e.products * (e.weight_bits + e.acc_bits)
         if e.kind in CELLS:
             units = 1 if e.shared_update else e.lanes
             bits = e.state_bits + e.acc_bits
@@ -295,23 +299,25 @@ def features(plan: AcceleratorPlan) -> dict[str, float]:
 
 COEFFICIENTS: dict[str, dict[str, float]] = {
     "ice40": {
-        "base": 390.6759,
-        "engines": 226.9161,
-        "datapath": 2.4449,
-        "lut_products": 2.2235,
-        "updates": 5.5149,
-        "memory_logic": 0.8274,
+        "base": 442.5284,
+        "engines": 225.9202,
+        "datapath": 2.3572,
+        "lut_products": 2.2325,
+        "serial": 6.3673,
+        "updates": 5.1302,
+        "memory_logic": 0.8197,
         "bypass": 0.0,
-        "config": 5.7168,
+        "config": 5.5045,
         "counters": 0.0,
-        "dcls": 1.737,
-        "queues": 6.0239,
+        "dcls": 1.7622,
+        "queues": 6.2082,
     },
     "ecp5": {
         "base": 0.0,
         "engines": 127.4329,
         "datapath": 1.5963,
         "lut_products": 1.339,
+        "serial": 0.0,
         "updates": 0.0,
         "memory_logic": 0.4664,
         "bypass": 0.0,
@@ -329,7 +335,7 @@ def predict_cells(plan: AcceleratorPlan, device: Device) -> int:
     """Logic cells (iCE40) or LUT4 (ECP5) of the build on ``device`` by the fitted linear model."""
     coef = COEFFICIENTS[device.family]
     f = features(plan)
-    return max(0, round(sum(coef[k] * f[k] for k in FEATURES)))
+    return max(0, round(sum(coef.get(k, 0.0) * f[k] for k in FEATURES)))
 
 
 def predict(plan: AcceleratorPlan, device: Device) -> Resources:
