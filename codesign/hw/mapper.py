@@ -151,26 +151,60 @@ def _plan_key(plan: AcceleratorPlan) -> str:
     return hashlib.sha256(json.dumps(summary, sort_keys=True).encode()).hexdigest()
 
 
+def _redundant(options: dict[str, str], fixed: dict[str, str], plan_of, serial_anywhere: bool) -> bool:
+    """Whether the combination plans as a simpler one does: ``X:K`` where no product is a LUT
+    product, ``--narrow auto`` where no lane takes its matrices in passes (checked on the simpler
+    combination's plan, which the search plans anyway)."""
+    from codesign.hw.plan import matrix_passes
+
+    base_share, _, k = options["share"].partition(":")
+    if k and "share" not in fixed and not serial_anywhere:
+        base = plan_of(options | {"share": base_share})
+        if base is not None and not any(e.multiplier == "lut" for e in base.engines):
+            return True
+    if options["narrow"] == "auto" and "narrow" not in fixed:
+        base = plan_of(options | {"narrow": "off"})
+        if base is not None and not any(matrix_passes(e) > 1 for e in base.engines):
+            return True
+    return False
+
+
 def enumerate_candidates(
     bundle, device: Device, fixed: dict[str, str], lanes: int | None = None
 ) -> tuple[list[Candidate], int]:
     """Every distinct plan of the search space with its predicted resources, and how many option
     combinations were tried. Combinations the plan refuses (``--weights spram`` where no matrix
-    fits an SPRAM) are left out."""
+    fits an SPRAM) are left out; combinations that plan as a simpler one (:func:`_redundant`,
+    ``--share-updates on`` at one lane) are not planned twice."""
+    from codesign.hw.targets import get_target
+
     widest = max(layer.size for layer in bundle.manifest.layers)
     space = search_space(device, fixed)
+    serial_anywhere = not get_target(device.target).multipliers  # X:K serialises every engine there
     seen: set[str] = set()
     out: list[Candidate] = []
     tried = 0
     for p in [lanes] if lanes else lane_counts(widest):
+        plans: dict[tuple, AcceleratorPlan | None] = {}
+
+        def plan_of(options: dict[str, str], p: int = p, plans: dict = plans) -> AcceleratorPlan | None:
+            key = tuple(options[k] for k in OPTION_KEYS)
+            if key not in plans:
+                try:
+                    plans[key] = build_plan(bundle, p, target=device.target, **options)
+                except CodesignError:
+                    plans[key] = None
+            return plans[key]
+
         for values in itertools.product(*(space[k] for k in OPTION_KEYS)):
             options = dict(zip(OPTION_KEYS, values, strict=True))
+            tried += 1
             if p == 1 and options["share_updates"] == "on" and "share_updates" not in fixed:
                 continue  # the same plan as off
-            tried += 1
-            try:
-                plan = build_plan(bundle, p, target=device.target, **options)
-            except CodesignError:
+            if _redundant(options, fixed, plan_of, serial_anywhere):
+                continue
+            plan = plan_of(options)
+            if plan is None:
                 continue
             key = _plan_key(plan)
             if key in seen:
