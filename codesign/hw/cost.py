@@ -299,18 +299,18 @@ def features(plan: AcceleratorPlan) -> dict[str, float]:
 
 COEFFICIENTS: dict[str, dict[str, float]] = {
     "ice40": {
-        "base": 442.5284,
-        "engines": 225.9202,
-        "datapath": 2.3572,
-        "lut_products": 2.2325,
-        "serial": 6.3673,
-        "updates": 5.1302,
-        "memory_logic": 0.8197,
+        "base": 23.171,
+        "engines": 391.5603,
+        "datapath": 0.9453,
+        "lut_products": 2.0111,
+        "serial": 5.4185,
+        "updates": 4.6446,
+        "memory_logic": 0.8157,
         "bypass": 0.0,
-        "config": 5.5045,
+        "config": 3.3147,
         "counters": 0.0,
-        "dcls": 1.7622,
-        "queues": 6.2082,
+        "dcls": 1.7753,
+        "queues": 9.4615,
     },
     "ecp5": {
         "base": 0.0,
@@ -413,7 +413,7 @@ def _rows(builds: list[dict], root: Path) -> list[dict]:
     return out
 
 
-PRIOR_WEIGHT = 0.3
+PRIOR_WEIGHT = 0.1
 """Pull of the prior (the ECP5 coefficients x :data:`ICE40_PER_LUT4`) in the iCE40 fit: its builds
 are fewer and their features move together with the lanes, so each coefficient alone is loosely
 determined."""
