@@ -299,18 +299,18 @@ def features(plan: AcceleratorPlan) -> dict[str, float]:
 
 COEFFICIENTS: dict[str, dict[str, float]] = {
     "ice40": {
-        "base": 23.171,
-        "engines": 391.5603,
-        "datapath": 0.9453,
-        "lut_products": 2.0111,
-        "serial": 5.4185,
-        "updates": 4.6446,
-        "memory_logic": 0.8157,
+        "base": 19.4343,
+        "engines": 392.1059,
+        "datapath": 0.9823,
+        "lut_products": 2.0154,
+        "serial": 5.4818,
+        "updates": 4.6433,
+        "memory_logic": 0.8249,
         "bypass": 0.0,
-        "config": 3.3147,
+        "config": 3.3346,
         "counters": 0.0,
-        "dcls": 1.7753,
-        "queues": 9.4615,
+        "dcls": 1.7831,
+        "queues": 9.4171,
     },
     "ecp5": {
         "base": 0.0,
