@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -656,90 +657,154 @@ def inspect(bundle: Annotated[Path, typer.Argument(help="bundle directory")]) ->
     console.print(render(load_bundle(bundle)))
 
 
+_RTL_HELP = {
+    "lanes": "parallel lanes P per engine (1..widest layer; default 1, or the mapper's choice with --device)",
+    "weights": "baked: parameters as memory initial values; runtime: zeroed memories loaded through "
+    "the config stream (one build serves every bundle of the same shape); frozen: weights, "
+    "biases and parameters as ROMs (the smallest build; the plan may put them in LUTs); spram: "
+    "frozen, but the largest weight matrices in the chip's single-port RAMs (UP5K SPRAM), "
+    "loaded through the config stream before the first sequence (default baked)",
+    "target": "chip the plan maps onto: generic (the tool decides; the default), asic, up5k or ecp5 (block "
+    "RAM or logic per memory, hard or LUT multipliers per engine; build.json records the choice); "
+    "--device sets it",
+    "counters": "observability counters to build: all (what the testbench checks and the report "
+    "prices; the default), basic (cycles, sequences, results, each engine's steps, MACs and events) or none",
+    "share": "off (the default): one multiplier per lane and matrix; on: one per lane, shared over the "
+    "matrices in successive cycles (a slot takes one cycle per matrix); N: N per lane; auto: the target "
+    "shares where its hard multipliers run out; any of them followed by :K (2 or 4, e.g. auto:4): "
+    "an engine whose weight products are all in LUTs takes K cycles per product with a "
+    "multiplier of 1/K of the weight's Booth digits (build.json records the choices)",
+    "narrow": "off: a weight word holds every matrix of every lane; auto: an engine whose lanes "
+    "take their matrices in passes (--share-multipliers) keeps one slice per pass at "
+    "consecutive addresses, a memory that many times deeper and narrower, at no cycle "
+    "(build.json: plan.narrow, plan.memories[].fold); default: auto on the up5k "
+    "targets (measured: as many or fewer cells and block RAMs), off elsewhere",
+    "share_updates": "off (the default): one update unit per lane; on: one per layer, serving a group's P "
+    "lanes in the P cycles after its sums are ready (P - 1 idle issue cycles per group; build.json: "
+    "plan.share_updates, plan.engines[].update_units)",
+    "merge": "off (the default): a physical memory per logical memory; auto: the memories an engine reads "
+    "at one address in one cycle (parameters, state, pooled sums) side by side in one physical "
+    "word, at the same cycles (build.json: plan.merge, plan.physical, plan.memories[].shared)",
+    "device": "map for a chip: up5k, hx8k, ecp5-25k, ecp5-85k or asic. The mapper searches lanes and "
+    "every mapping option not given explicitly, predicts resources and cycles per step, and builds "
+    "the best that fits (build.json: mapping)",
+    "step_rate": "with --device: steps per second the build must sustain at the clock (default: none)",
+    "clock": "with --device: clock in MHz the step rate is checked at (default 30 on iCE40, 80 on ECP5)",
+    "objective": "with --device: energy (the default), area or latency (cycles per step)",
+    "confirm": "with --device: synthesise the N best candidates and pick on the measured figures",
+}
+
+
 @app.command()
 @user_errors
 def rtl(
     bundle: Annotated[Path, typer.Argument(help="bundle directory")],
     out: Annotated[Path, typer.Option("--out", help="build directory to write")],
-    lanes: Annotated[int, typer.Option(help="parallel lanes P per engine (1..widest layer)")] = 1,
-    weights: Annotated[
-        str,
-        typer.Option(
-            help="baked: parameters as memory initial values; runtime: zeroed memories loaded through "
-            "the config stream (one build serves every bundle of the same shape); frozen: weights, "
-            "biases and parameters as ROMs (the smallest build; the plan may put them in LUTs); spram: "
-            "frozen, but the largest weight matrices in the chip's single-port RAMs (UP5K SPRAM), "
-            "loaded through the config stream before the first sequence"
-        ),
-    ] = "baked",
-    target: Annotated[
-        str,
-        typer.Option(
-            help="chip the plan maps onto: generic (the tool decides), asic, up5k or ecp5 (block RAM or "
-            "logic per memory, hard or LUT multipliers per engine; build.json records the choice)"
-        ),
-    ] = "generic",
-    counters: Annotated[
-        str,
-        typer.Option(
-            help="observability counters to build: all (what the testbench checks and the report "
-            "prices), basic (cycles, sequences, results, each engine's steps, MACs and events) or none"
-        ),
-    ] = "all",
+    lanes: Annotated[int | None, typer.Option(help=_RTL_HELP["lanes"])] = None,
+    weights: Annotated[str | None, typer.Option(help=_RTL_HELP["weights"])] = None,
+    target: Annotated[str | None, typer.Option(help=_RTL_HELP["target"])] = None,
+    counters: Annotated[str | None, typer.Option(help=_RTL_HELP["counters"])] = None,
     share_multipliers: Annotated[
-        str,
-        typer.Option(
-            "--share-multipliers",
-            help="off: one multiplier per lane and matrix; on: one per lane, shared over the matrices "
-            "in successive cycles (a slot takes one cycle per matrix); N: N per lane; auto: the target "
-            "shares where its hard multipliers run out; any of them followed by :K (2 or 4, e.g. auto:4): "
-            "an engine whose weight products are all in LUTs takes K cycles per product with a "
-            "multiplier of 1/K of the weight's Booth digits (build.json records the choices)",
-        ),
-    ] = "off",
-    narrow: Annotated[
-        str,
-        typer.Option(
-            help="off: a weight word holds every matrix of every lane; auto: an engine whose lanes "
-            "take their matrices in passes (--share-multipliers) keeps one slice per pass at "
-            "consecutive addresses, a memory that many times deeper and narrower, at no cycle "
-            "(build.json: plan.narrow, plan.memories[].fold); default: auto on the up5k "
-            "targets (measured: as many or fewer cells and block RAMs), off elsewhere"
-        ),
+        str | None, typer.Option("--share-multipliers", help=_RTL_HELP["share"])
     ] = None,
+    narrow: Annotated[str | None, typer.Option(help=_RTL_HELP["narrow"])] = None,
     share_updates: Annotated[
-        str,
-        typer.Option(
-            "--share-updates",
-            help="off: one update unit per lane; on: one per layer, serving a group's P lanes in the "
-            "P cycles after its sums are ready (P - 1 idle issue cycles per group; build.json: "
-            "plan.share_updates, plan.engines[].update_units)",
-        ),
-    ] = "off",
-    merge: Annotated[
-        str,
-        typer.Option(
-            help="off: a physical memory per logical memory; auto: the memories an engine reads at "
-            "one address in one cycle (parameters, state, pooled sums) side by side in one physical "
-            "word, at the same cycles (build.json: plan.merge, plan.physical, plan.memories[].shared)"
-        ),
-    ] = "off",
+        str | None, typer.Option("--share-updates", help=_RTL_HELP["share_updates"])
+    ] = None,
+    merge: Annotated[str | None, typer.Option(help=_RTL_HELP["merge"])] = None,
+    device: Annotated[str | None, typer.Option(help=_RTL_HELP["device"])] = None,
+    step_rate: Annotated[float | None, typer.Option("--step-rate", help=_RTL_HELP["step_rate"])] = None,
+    clock: Annotated[float | None, typer.Option(help=_RTL_HELP["clock"])] = None,
+    objective: Annotated[str | None, typer.Option(help=_RTL_HELP["objective"])] = None,
+    confirm: Annotated[int, typer.Option(help=_RTL_HELP["confirm"])] = 0,
 ) -> None:
-    """Generate the accelerator's Verilog for a bundle (plus a copy of the bundle)."""
+    """Generate the accelerator's Verilog for a bundle (plus a copy of the bundle); with --device,
+    the mapper picks the build."""
     from codesign.hw.build import build_rtl
 
-    info = build_rtl(
+    given = {
+        k: v
+        for k, v in {
+            "weights": weights,
+            "counters": counters,
+            "share": share_multipliers,
+            "narrow": narrow,
+            "share_updates": share_updates,
+            "merge": merge,
+        }.items()
+        if v is not None
+    }
+    if device is not None:
+        info = _rtl_mapped(bundle, out, device, lanes, target, given, objective, step_rate, clock, confirm)
+    else:
+        mapper_only = {"--step-rate": step_rate, "--clock": clock, "--objective": objective}
+        named = [flag for flag, v in mapper_only.items() if v is not None] + (
+            ["--confirm"] if confirm else []
+        )
+        if named:
+            raise CodesignError(f"{', '.join(named)} choose among builds for a chip: give --device too")
+        defaults = {
+            "weights": "baked",
+            "counters": "all",
+            "share": "off",
+            "share_updates": "off",
+            "merge": "off",
+        }
+        info = build_rtl(bundle, out, lanes=lanes or 1, target=target or "generic", **(defaults | given))
+    _print_build(info, out)
+
+
+def _rtl_mapped(
+    bundle: Path,
+    out: Path,
+    device: str,
+    lanes: int | None,
+    target: str | None,
+    given: dict[str, str],
+    objective: str | None,
+    step_rate: float | None,
+    clock: float | None,
+    confirm: int,
+) -> dict:
+    """``codesign rtl --device``: the mapper's choice, its table, and the build with its record."""
+    from codesign.hw.build import build_rtl
+    from codesign.hw.cost import get_device
+    from codesign.hw.mapper import confirm as confirm_mapping
+    from codesign.hw.mapper import map_bundle, mapping_table
+
+    chip = get_device(device)
+    if target is not None and target != chip.target:
+        raise CodesignError(
+            f"--target {target} contradicts --device {device}, which builds for --target {chip.target}"
+        )
+    if confirm < 0:
+        raise CodesignError(f"--confirm {confirm}: the number of candidates to synthesise must be >= 0")
+
+    def say(text: str) -> None:
+        err_console.print(f"rtl: {text}", highlight=False, soft_wrap=True)
+
+    mapping = map_bundle(
         bundle,
-        out,
+        device,
+        objective=objective or "energy",
+        step_rate=step_rate,
+        clock_mhz=clock,
+        fixed=given,
         lanes=lanes,
-        weights=weights,
-        target=target,
-        counters=counters,
-        share=share_multipliers,
-        narrow=narrow,
-        share_updates=share_updates,
-        merge=merge,
+        progress=say,
     )
+    if confirm:
+        work = Path(out).parent / f".{Path(out).name}.confirm"
+        mapping = confirm_mapping(mapping, bundle, work, confirm, progress=say)
+    wide = console if sys.stdout.isatty() else Console(width=150)
+    wide.print(mapping_table(mapping))
+    console.print(f"chosen: {mapping.reason}", highlight=False, soft_wrap=True)
+    w = mapping.winner
+    return build_rtl(bundle, out, lanes=w.lanes, target=chip.target, mapping=mapping.record(), **w.options)
+
+
+def _print_build(info: dict, out: Path) -> None:
+    """The one-line summary of a build: engines, memories, target, counters, sharing, folds, merges."""
     plan = info["plan"]
     engines = ", ".join(
         f"{e['name']} {e['kind']} d={e['size']} P={e['lanes']}"
@@ -752,8 +817,8 @@ def rtl(
     )
     bits = sum(m["bits"] for m in plan["memories"])
     console.print(
-        f"verilog {Path(out) / 'accelerator.v'} (top {info['top']}, {weights} weights): {engines}; "
-        f"{len(plan['memories'])} memories, {bits} bits; target {target}, {len(plan['counters'])} counters"
+        f"verilog {Path(out) / 'accelerator.v'} (top {info['top']}, {info['weights']} weights): {engines}; "
+        f"{len(plan['memories'])} memories, {bits} bits; target {plan['target']}, {len(plan['counters'])} counters"
         + (f", multipliers shared ({plan['share']})" if plan["share"] != "off" else "")
         + (
             ", folded weights: "
@@ -811,8 +876,17 @@ def sim(
     netlist: Annotated[
         str | None,
         typer.Option(
-            help="simulate the accelerator as yosys maps it for this chip (up5k, hx8k, ecp5-25k, ecp5-85k): "
-            "block RAM, SPRAM, DSP and LUT primitives with yosys' cell models, in BUILD/netlist/DEVICE/"
+            help="simulate the accelerator as yosys maps it for this chip (up5k or hx8k): block RAM, SPRAM, "
+            "DSP and LUT primitives with yosys' cell models, in BUILD/netlist/DEVICE/"
+        ),
+    ] = None,
+    test_set: Annotated[
+        int | None,
+        typer.Option(
+            "--test-set",
+            help="simulate the first N sequences of the bundle's own test set (its provenance's task and "
+            "seed, standardised and quantized as training and the golden model do; 0: all) with their "
+            "labels: accuracy and mismatches, no inputs to prepare",
         ),
     ] = None,
 ) -> None:
@@ -822,6 +896,13 @@ def sim(
 
     if simulator not in ("icarus", "verilator"):
         raise CodesignError(f"--sim {simulator!r} is not one of icarus, verilator")
+    if test_set is not None:
+        if inputs is not None or labels is not None:
+            raise CodesignError(
+                "--test-set brings its own inputs and labels: leave out --inputs and --labels"
+            )
+        inputs, labels = _test_set_files(build, test_set)
+        vectors = 0
     if netlist is not None:
         from codesign.fpga.netlist import netlist_build
 
@@ -847,6 +928,39 @@ def sim(
         write_text(json_path, json.dumps(report.summary_json(), indent=2) + "\n")
     if report.mismatches:
         raise typer.Exit(1)
+
+
+def _test_set_files(build: Path, count: int) -> tuple[Path, Path]:
+    """The first ``count`` (0: all) test sequences of the build's bundle, quantized, and their
+    labels, as ``.npy`` files in ``BUILD/test_set/`` (what ``--inputs`` and ``--labels`` read)."""
+    from codesign.atomic import write_npy
+    from codesign.bundle import load_bundle
+    from codesign.golden.model import quantize_inputs
+
+    if count < 0:
+        raise CodesignError(f"--test-set {count}: the number of sequences must be >= 0 (0: all)")
+    bundle = load_bundle(build)
+    prov = bundle.manifest.provenance or {}
+    task = prov.get("task") if isinstance(prov, dict) else None
+    if not task or "seed" not in prov:
+        raise CodesignError(
+            "--test-set: the bundle's provenance names no task and seed (a random or hand-made bundle); "
+            "give --inputs and --labels instead",
+            path=build / "manifest.yaml",
+        )
+    from codesign.train.recipe import build_task
+
+    options = {k: v for k, v in task.items() if k != "name"}
+    x, y = build_task(task["name"], options).split("test", int(prov["seed"]))
+    n = len(x) if count == 0 else min(count, len(x))
+    q = np.asarray(quantize_inputs(bundle, x.numpy()[:n]), dtype=np.int64)
+    out = Path(build) / "test_set"
+    write_npy(out / "inputs.npy", q)
+    labels = y[:n].numpy()
+    if np.issubdtype(labels.dtype, np.floating):  # one-hot targets: the class is the hot index
+        labels = labels.argmax(-1)
+    write_npy(out / "labels.npy", labels.astype(np.int64))
+    return out / "inputs.npy", out / "labels.npy"
 
 
 if __name__ == "__main__":

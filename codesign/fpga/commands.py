@@ -95,6 +95,23 @@ def hierarchy_table(rows: list[dict]) -> Table:
     return table
 
 
+def mapping_warning(build: Path, device: str) -> str | None:
+    """Why ``build`` may not suit ``device`` (not made by ``codesign rtl --device``, or for
+    another device) and the command that maps it; None when it was mapped for ``device``."""
+    try:
+        info = json.loads((Path(build) / "build.json").read_text())
+    except (OSError, ValueError):
+        return None  # synthesize names the missing or broken build.json
+    mapped = (info.get("mapping") or {}).get("device")
+    if mapped == device:
+        return None
+    why = "was not mapped for a device" if mapped is None else f"was mapped for {mapped}, not {device}"
+    return (
+        f"{build} {why}; `codesign rtl {build} --out {build} --device {device}` picks the build that fits "
+        f"the {device} (the build directory holds a copy of its bundle)"
+    )
+
+
 def synth(
     build: Annotated[Path, typer.Argument(help="build directory made by `codesign rtl BUNDLE --out BUILD`")],
     device: Annotated[str | None, typer.Option("--device", help=f"{_DEVICES} (default up5k)")] = None,
@@ -137,6 +154,9 @@ def synth(
     """Synthesise, place and route the accelerator behind a UART; bitstream, utilisation and Fmax in BUILD/synth/DEVICE/."""
     from codesign.fpga.synth import SynthOptions, synthesize
 
+    warning = mapping_warning(build, device)
+    if warning:
+        print(f"synth: warning: {warning}", file=sys.stderr, flush=True)
     summary = synthesize(
         build,
         device if device is not None or board is not None else "up5k",

@@ -190,6 +190,7 @@ def build_rtl(
     narrow: str | None = None,
     share_updates: str = "off",
     merge: str = "off",
+    mapping: dict | None = None,
 ) -> dict:
     """Generate ``accelerator.v`` for the bundle in ``bundle_dir`` into ``out_dir`` (atomically).
 
@@ -233,6 +234,9 @@ def build_rtl(
         The memories an engine reads at one address in one cycle (parameters, state, pooled sums)
         in one physical word (``plan.merge``; ``plan.memories[].shared`` and ``offset``, and
         ``plan.physical``: each physical memory's parts, width and depth).
+    mapping : dict or None
+        The mapper's record (``codesign rtl --device``: :meth:`codesign.hw.mapper.Mapping.record`),
+        kept in ``build.json`` as ``mapping``; None for a build whose options were given by hand.
 
     Returns
     -------
@@ -260,15 +264,24 @@ def build_rtl(
         share_updates=share_updates,
         merge=merge,
     )
+    text = drop_huge_init(verilog.convert(accelerator, name=TOP, emit_src=False), accelerator.plan)
+    info = _build_info(accelerator, bundle, text, lanes=lanes, weights=weights, faults=faults)
+    if mapping is not None:
+        info["mapping"] = mapping
+    _write_build(bundle_dir, out_dir, text, info)
+    return info
+
+
+def _build_info(accelerator: Accelerator, bundle, text: str, *, lanes: int, weights: str, faults) -> dict:
+    """The contents of ``build.json`` for the generated Verilog ``text``: the plan, ports and
+    payload layouts the testbench and the FPGA wrapper read, and the hashes that name the build."""
     plan = accelerator.plan
-    text = drop_huge_init(verilog.convert(accelerator, name=TOP, emit_src=False), plan)
-    digest = hashlib.sha256(text.encode()).hexdigest()
     manifest = bundle.manifest
     shape_key = hashlib.sha256(json.dumps(plan.shape_key(), sort_keys=True).encode()).hexdigest()
-    info = {
+    return {
         "top": TOP,
         "verilog": VERILOG,
-        "verilog_sha256": digest,
+        "verilog_sha256": hashlib.sha256(text.encode()).hexdigest(),
         "clock": "clk",
         "reset": "rst (synchronous, active high)",
         "lanes": lanes,
@@ -296,13 +309,18 @@ def build_rtl(
         "inputs or non-zero DCLS outputs, work_l = events of layer l-1; passes_l = cycles per slot with "
         "shared multipliers or digit-serial products, 1 without)",
     }
+
+
+def _write_build(bundle_dir: Path, out_dir: Path, text: str, info: dict) -> None:
+    """Replace ``out_dir`` atomically with the Verilog, a copy of the bundle and ``build.json``;
+    the simulator, synthesis and area caches of an identical previous build move over."""
     previous = _read_json(out_dir / BUILD_JSON)
     with atomic_dir(out_dir) as tmp:
         (tmp / VERILOG).write_text(text)
         shutil.copyfile(bundle_dir / MANIFEST, tmp / MANIFEST)
         shutil.copyfile(bundle_dir / WEIGHTS, tmp / WEIGHTS)
         (tmp / BUILD_JSON).write_text(json.dumps(info, indent=2) + "\n")
-        if previous.get("verilog_sha256") == digest:
+        if previous.get("verilog_sha256") == info["verilog_sha256"]:
             # Same RTL: keep the compiled simulators and accelerator.v's timestamp, so the next
             # simulation does not recompile (with runtime weights, even for another bundle), and
             # the syntheses and area runs of this Verilog (a resumed `make fpga` reuses them).
@@ -310,7 +328,6 @@ def build_rtl(
                 if cache.is_dir():
                     os.replace(cache, tmp / cache.name)
             shutil.copystat(out_dir / VERILOG, tmp / VERILOG)
-    return info
 
 
 def _read_json(path: Path) -> dict:

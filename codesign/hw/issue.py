@@ -20,6 +20,7 @@ the item is read on the first part and its read data holds for the others.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 from amaranth.hdl import Array, Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, stream, wiring
@@ -346,8 +347,26 @@ class IssueStage(wiring.Component):
         gives the slot its open lanes.
         """
         e = self.engine
+        walk_count, walk_next, open_rd = self._su_memories(m)
         cap, ib = e.item_capacity, index_bits(e.inputs)
         period, groups, stride = e.period, e.groups, e.groups + 1
+        s = self._su_signals(m, period, groups, stride, cap)
+        busy, slot, seq_end = s.busy, s.slot, s.seq_end
+        part, first_part, last_part = self._parts(m)
+        issue = Signal()
+        needs = self._needs_credit(seq_end)
+        idle = self._update_gap(m)
+        m.d.comb += issue.eq(busy & idle & ((slot != 0) | ~first_part | self.credit | ~needs))
+        m.d.comb += self.starting.eq(issue & (slot == 0) & first_part & needs)
+
+        meta, listed = self._su_step_start(m, s, banks, walk_count, walk_next, issue)
+        self._su_issue(m, s, rd, banks, open_rd, meta, listed, issue, (part, first_part, last_part))
+        self._su_output(m, rd, meta, ib)
+
+    def _su_memories(self, m: Module):
+        """The schedule's memories (loadable through ``config``) and their asynchronous read ports:
+        ``su_walk``'s count and next-group ports, ``su_open``'s open-lane port."""
+        e = self.engine
         mems = {}
         ports = {}
         for key in ("su_walk", "su_open"):
@@ -360,6 +379,11 @@ class IssueStage(wiring.Component):
         walk_count, walk_next = ports["su_walk"]
         (open_rd,) = ports["su_open"]
 
+        return walk_count, walk_next, open_rd
+
+    def _su_signals(self, m: Module, period: int, groups: int, stride: int, cap: int) -> SimpleNamespace:
+        """The selective scheduler's registers and the slot's held / last flags, by name."""
+        e = self.engine
         pbits = max(1, (period - 1).bit_length())
         rbank = Signal()
         busy = Signal()
@@ -397,13 +421,31 @@ class IssueStage(wiring.Component):
             held.eq(~opened.any() & ~follows),
             last_slot.eq(held | (slot + 1 >= n_items)),
         ]
-        part, first_part, last_part = self._parts(m)
-        issue = Signal()
-        needs = self._needs_credit(seq_end)
-        idle = self._update_gap(m)
-        m.d.comb += issue.eq(busy & idle & ((slot != 0) | ~first_part | self.credit | ~needs))
-        m.d.comb += self.starting.eq(issue & (slot == 0) & first_part & needs)
+        return SimpleNamespace(**{k: v for k, v in locals().items() if k not in ("self", "m", "e")})
 
+    def _su_step_start(self, m: Module, s: SimpleNamespace, banks: _Banks, walk_count, walk_next, issue):
+        """A step starts: its phase, rows, whether it walks every group, its count and first group
+        from ``su_walk``; the busy and stall counters. Returns the slot's metadata register and
+        ``su_walk``'s next listed group."""
+        e = self.engine
+        groups, pbits, rbank, busy, drain = s.groups, s.pbits, s.rbank, s.busy, s.drain
+        group, slot, n_items, seq_first, seq_end, phase = (
+            s.group,
+            s.slot,
+            s.n_items,
+            s.seq_first,
+            s.seq_end,
+            s.phase,
+        )
+        next_phase, phase_row, next_row, phase_open, next_open, walk = (
+            s.next_phase,
+            s.phase_row,
+            s.next_row,
+            s.phase_open,
+            s.next_open,
+            s.walk,
+        )
+        n_walk, full = s.n_walk, s.full
         # the step about to start: its phase, whether it walks every group, its first group
         first_of = banks.first_of.bit_select(rbank, 1)
         end_of = banks.end_of.bit_select(rbank, 1)
@@ -460,6 +502,31 @@ class IssueStage(wiring.Component):
             self.counters.count(m, f"{e.name}_busy_cycles", 1)
             with m.If(~issue):
                 self.counters.count(m, f"{e.name}_stall_cycles", 1)
+        return meta, listed
+
+    def _su_issue(self, m: Module, s, rd, banks: _Banks, open_rd, meta, listed, issue, parts) -> None:
+        """Each issue cycle: the item read, the slot's metadata, the next slot, group or step."""
+        e = self.engine
+        part, first_part, last_part = parts
+        cap, period, groups, stride, rbank, busy = s.cap, s.period, s.groups, s.stride, s.rbank, s.busy
+        pause, drain, group, base, slot, n_items = s.pause, s.drain, s.group, s.base, s.slot, s.n_items
+        seq_first, seq_end, phase, next_phase, phase_row, next_row = (
+            s.seq_first,
+            s.seq_end,
+            s.phase,
+            s.next_phase,
+            s.phase_row,
+            s.next_row,
+        )
+        phase_open, next_open, walk, n_walk, full, opened = (
+            s.phase_open,
+            s.next_open,
+            s.walk,
+            s.n_walk,
+            s.full,
+            s.opened,
+        )
+        held, last_slot = s.held, s.last_slot
         m.d.comb += base.eq(group * e.inputs)
         m.d.comb += open_rd.addr.eq(phase_open + group)
         for lane in range(e.lanes):
@@ -506,6 +573,8 @@ class IssueStage(wiring.Component):
             with m.Elif(last_part):
                 m.d.sync += slot.eq(slot + 1)
 
+    def _su_output(self, m: Module, rd, meta, ib: int) -> None:
+        """The slot leaves with its metadata and the item memory's read data."""
         m.d.comb += [getattr(self.slot, f).eq(getattr(meta, f)) for f in (*self._meta_fields(), "open")]
         m.d.comb += [
             self.slot.index.eq(Mux(meta.empty, 0, rd.data[:ib])),

@@ -152,6 +152,47 @@ class LayerEngine(wiring.Component):
         until the last lane has read them. The unit sees each lane's inputs exactly as a lane's
         own unit would: the same sums in the same order."""
         e = self.engine
+        p = e.lanes
+        s3 = front.slot
+        turn, first, first_unit, serving, unit, by_turn = self._shared_inputs(m, front, finalize)
+        lag = late + 1  # the unit's results follow the turn by its input register and its stages
+        # the lane whose results the unit gives now
+        done = delay(m, serving, lag, "update_serving")
+        done_lane = delay(m, turn, lag, "update_turn")
+        s4 = Signal(SlotLayout(e), name="slot_c4")
+        finalize4 = Signal()
+        c4 = lag + 1 + p - 1  # after the last lane's pooled sum and change (one cycle after the unit)
+        m.d.sync += [s4.eq(delay(m, s3, c4, "slot")), finalize4.eq(delay(m, finalize, c4, "finalize"))]
+        unit_regs = {
+            key: getattr(unit, key) for key in ("new", "hold", "out", "gate", "saturated", "potential")
+        }
+        unit_regs["old"] = unit.old
+        if late:  # the old state beside the unit's results, seen through its fields
+            unit_regs["old"] = Signal.like(unit.old, name="old_late")
+            m.d.comb += unit_regs["old"].eq(delay(m, unit.old, late, "old"))
+        old_pool = None
+        if "pool" in e.memories:  # the lane's pooled sum, read with its other inputs
+            if "pool" in by_turn:  # on the read port in the unit's first cycle
+                old_pool = delay(m, Mux(first_unit, 0, front.pool_lane[0]), lag, "old_pool")
+            else:
+                pool = Array(front.pool[lane] for lane in range(p))[turn]
+                old_pool = delay(m, Mux(first, 0, pool), lag + 1, "old_pool")
+        closed = None
+        if e.period:  # the turn's lane is closed this step (su_open of the group's slot)
+            open_held = Signal(p, name="open_held")
+            with m.If(finalize):
+                m.d.sync += open_held.eq(s3.open)
+            closed = delay(m, ~Mux(turn == 0, s3.open, open_held).bit_select(turn, 1), lag, "closed")
+        results = self._lane_results(m, "shared", unit_regs, closed, pooled=False)
+        tail, done, done_lane = self._shared_tail(
+            m, front, finalize, results, turn, lag, done, done_lane, old_pool
+        )
+        return s4, finalize4, self._shared_keep(m, tail, done, done_lane)
+
+    def _shared_inputs(self, m: Module, front: MacFront, finalize):
+        """The shared unit's turn (which lane it serves), and that lane's sums, parameters and
+        old state picked into the unit's input registers."""
+        e = self.engine
         p, n_mat, n_fields, n_par = e.lanes, len(e.matrices), len(e.state_fields), len(e.params)
         s3 = front.slot
         # which lane the unit serves: 0 in the group's C3, then 1 .. P-1 (``turn`` counts them)
@@ -184,35 +225,14 @@ class LayerEngine(wiring.Component):
             else:
                 state = Array(front.state[lane * n_fields + k] for lane in range(p))[turn]
                 m.d.sync += unit.old[name].eq(Mux(first, 0, state))
-        lag = late + 1  # the unit's results follow the turn by its input register and its stages
-        # the lane whose results the unit gives now
-        done = delay(m, serving, lag, "update_serving")
-        done_lane = delay(m, turn, lag, "update_turn")
-        s4 = Signal(SlotLayout(e), name="slot_c4")
-        finalize4 = Signal()
-        c4 = lag + 1 + p - 1  # after the last lane's pooled sum and change (one cycle after the unit)
-        m.d.sync += [s4.eq(delay(m, s3, c4, "slot")), finalize4.eq(delay(m, finalize, c4, "finalize"))]
-        unit_regs = {
-            key: getattr(unit, key) for key in ("new", "hold", "out", "gate", "saturated", "potential")
-        }
-        unit_regs["old"] = unit.old
-        if late:  # the old state beside the unit's results, seen through its fields
-            unit_regs["old"] = Signal.like(unit.old, name="old_late")
-            m.d.comb += unit_regs["old"].eq(delay(m, unit.old, late, "old"))
-        old_pool = None
-        if "pool" in e.memories:  # the lane's pooled sum, read with its other inputs
-            if "pool" in by_turn:  # on the read port in the unit's first cycle
-                old_pool = delay(m, Mux(first_unit, 0, front.pool_lane[0]), lag, "old_pool")
-            else:
-                pool = Array(front.pool[lane] for lane in range(p))[turn]
-                old_pool = delay(m, Mux(first, 0, pool), lag + 1, "old_pool")
-        closed = None
-        if e.period:  # the turn's lane is closed this step (su_open of the group's slot)
-            open_held = Signal(p, name="open_held")
-            with m.If(finalize):
-                m.d.sync += open_held.eq(s3.open)
-            closed = delay(m, ~Mux(turn == 0, s3.open, open_held).bit_select(turn, 1), lag, "closed")
-        results = self._lane_results(m, "shared", unit_regs, closed, pooled=False)
+        return turn, first, first_unit, serving, unit, by_turn
+
+    def _shared_tail(
+        self, m: Module, front: MacFront, finalize, results, turn, lag, done, done_lane, old_pool
+    ):
+        """One cycle after the unit: the lane's state write (on the UP5K), pooled sum and change."""
+        e = self.engine
+        s3 = front.slot
         # one cycle after the unit, from its registered results: the state written to its memory
         # (on the UP5K), the pooled sum (one saturating adder, not P) and the change event (one
         # subtractor): what C4 needs of the lane
@@ -240,6 +260,11 @@ class LayerEngine(wiring.Component):
             tail["delta"] = Value.cast(tail["out"] - tail["old_out"])
             tail["differs"] = Value.cast(tail["out"] != tail["old_out"])
             del tail["old_out"]
+        return tail, done, done_lane
+
+    def _shared_keep(self, m: Module, tail: dict, done, done_lane) -> list[dict]:
+        """Each lane's C4 registers, written on its turn only."""
+        p = self.engine.lanes
         # kept per lane: the lane's registers are written on its turn only, so they hold for C4
         # and the folded writes after it (``MacFront._sliced_write``) until the next group's turn
         lane_results = []
@@ -255,7 +280,7 @@ class LayerEngine(wiring.Component):
                 with m.If(done & (done_lane == lane)):
                     m.d.sync += kept[key].eq(value)
             lane_results.append(kept)
-        return s4, finalize4, lane_results
+        return lane_results
 
     def _lane_results(self, m: Module, name: str, regs: dict, closed, pooled: bool = True) -> dict:
         """One lane's write-back values from its update unit's outputs (``regs``): the kept state

@@ -43,6 +43,10 @@ class Target:
     """Hard multipliers the engines may share (0: the plan leaves multiplies alone)."""
     multiplier_bits: int = 16
     """Operand width of one hard multiplier (UP5K SB_MAC16: 16 x 16; ECP5 MULT18X18D: 18 x 18)."""
+    min_product_bits: int = 0
+    """A product narrower than this (operand bits summed) stays in LUTs whatever the plan says:
+    yosys' iCE40 DSP mapping takes products of 11 bits or more (the d = 4 DCLS front end's 8-bit
+    tap x 2-bit item took no SB_MAC16), the ECP5's takes any."""
     reserved_block_rams: int = 0
     """Block RAMs kept for what surrounds the accelerator (the UART wrapper's FIFOs)."""
     lut_multiply_max_weight_bits: int = 0
@@ -206,6 +210,7 @@ TARGETS: dict[str, Target] = {
             reserved_block_rams=1,
             luts=5280,
             multipliers=8,
+            min_product_bits=11,
             lut_multiply_max_weight_bits=4,
             one_lane_readout=True,
             huge_rams=4,
