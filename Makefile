@@ -33,7 +33,7 @@ sim: setup ## RTL regression, both simulators (SIM=icarus|verilator SEED=n TESTC
 # results in build/sim_netlist/). NETLIST_ARGS, e.g. --quick, --sims icarus, --bundles a,b.
 NETLIST_ARGS ?=
 sim-netlist: setup ## the chip's own netlists (iCE40, every mapping option) against golden, both simulators (NETLIST_ARGS)
-	$(PY) -m codesign.fpga.netlist_regress $(NETLIST_ARGS)
+	$(PY) verification/netlist_regress.py $(NETLIST_ARGS)
 
 rtl: setup ## regenerate the committed Verilog of the reference bundles (rtl/)
 	$(PY) -m codesign.hw.reference

@@ -769,8 +769,8 @@ def _rtl_mapped(
     """``codesign rtl --device``: the mapper's choice, its table, and the build with its record."""
     from codesign.hw.build import build_rtl
     from codesign.hw.cost import get_device
-    from codesign.hw.mapper import confirm as confirm_mapping
-    from codesign.hw.mapper import map_bundle, mapping_table
+    from codesign.mapper import confirm as confirm_mapping
+    from codesign.mapper import map_bundle, mapping_table
 
     chip = get_device(device)
     if target is not None and target != chip.target:

@@ -8,11 +8,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from codesign import mapper
 from codesign.bundle import load_bundle
 from codesign.cli import app
 from codesign.errors import CodesignError
 from codesign.fpga.commands import mapping_warning
-from codesign.hw import cost, mapper
+from codesign.hw import cost
 
 ROOT = Path(__file__).resolve().parents[1]
 BUNDLES = ROOT / "models" / "bundles"

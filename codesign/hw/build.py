@@ -235,7 +235,7 @@ def build_rtl(
         in one physical word (``plan.merge``; ``plan.memories[].shared`` and ``offset``, and
         ``plan.physical``: each physical memory's parts, width and depth).
     mapping : dict or None
-        The mapper's record (``codesign rtl --device``: :meth:`codesign.hw.mapper.Mapping.record`),
+        The mapper's record (``codesign rtl --device``: :meth:`codesign.mapper.Mapping.record`),
         kept in ``build.json`` as ``mapping``; None for a build whose options were given by hand.
 
     Returns

@@ -10,7 +10,7 @@ shared and digit-serial multipliers, folded and merged words, one and several la
 Results go to ``OUT/<design>__<sim>.json``; a design whose netlist and options are unchanged is
 not simulated again, so a stopped regression resumes. Usage::
 
-    python -m codesign.fpga.netlist_regress [--out build/sim_netlist] [--sims icarus,verilator]
+    python verification/netlist_regress.py [--out build/sim_netlist] [--sims icarus,verilator]
         [--bundles a,b] [--vectors 4] [--quick]
 """
 
@@ -29,7 +29,7 @@ from codesign.errors import CodesignError
 
 __all__ = ["VARIANTS", "Variant", "main", "run_design"]
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 BUNDLES = ROOT / "models" / "bundles"
 
 
