@@ -25,7 +25,6 @@ KNOWN_LONG = {
     "codesign/analog/commands.py:analog_eval_command",
     "codesign/analog/evaluate.py:_summarize",
     "codesign/analog/evaluate.py:analog_eval",
-    "codesign/fpga/batch.py:main",
     "codesign/report/analog.py:analog_power",
 }
 """Functions over the limit that are still to be split (path:qualified name)."""

@@ -138,7 +138,8 @@ def _run_on_dask(jobs: list[dict], scheduler: str | None, workers: int) -> list[
     return results
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
+    """The batch's options: which builds (bundles x lanes x devices) and the codesign rtl options."""
     parser = argparse.ArgumentParser(
         prog="python -m codesign.fpga.batch", description=__doc__.split("\n\n")[0]
     )
@@ -206,18 +207,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--scheduler", default=None, help="address of an existing Dask scheduler to run the builds on"
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def _check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuse bad options before any build (a bad option is not a skipped bundle per build)."""
     from codesign.hw.plan import parse_share
 
     try:
         parse_share(args.share_multipliers)
-    except CodesignError as err:  # refuse before any build, not as a skipped bundle per build
+    except CodesignError as err:
         parser.error(str(err))
     if args.workers < 1:
         parser.error(f"--workers {args.workers}: at least 1")
     if args.weights == "spram" and (args.target != "device" or args.devices.split(",") != ["up5k"]):
         parser.error("--weights spram needs the UP5K's SPRAMs: --devices up5k --target device")
 
+
+def _jobs(args: argparse.Namespace) -> list:
+    """One job per (bundle, lanes, target): its RTL, its syntheses and (once per bundle) its area."""
     from codesign.fpga.batch_jobs import make_job
 
     if args.bundles:
@@ -235,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
         "merge": args.merge,
     }
     targets = builds_for(devices, args.target)
-    jobs = [
+    return [
         make_job(
             bundle,
             p,
@@ -252,12 +260,10 @@ def main(argv: list[str] | None = None) -> int:
             [True] + [False] * (len(targets) - 1), targets.items(), strict=True
         )
     ]
-    start = time.monotonic()
-    if args.workers == 1 and args.scheduler is None:
-        results = _run_here(jobs)
-    else:
-        results = _run_on_dask(jobs, args.scheduler, args.workers)
-    records = [r for job in results for r in job]
+
+
+def _write_results(out: Path, records: list[dict], start: float) -> list[dict]:
+    """``results.md`` and ``results.json`` from the jobs' records; returns the failures."""
     summaries = [r["summary"] for r in records if r["kind"] == "synth"]
     areas = [r["summary"] for r in records if r["kind"] == "area"]
     failed = [
@@ -287,13 +293,27 @@ def main(argv: list[str] | None = None) -> int:
     lines += [f"- skipped {s['bundle']}: {s['reason']}" for s in skipped]
     lines += [f"- FAILED {f['bundle']} P={f['lanes']} {f['device']}: {f['error']}" for f in failed]
     lines.append(f"\n{len(summaries)} runs ({cached} from the cache) in {time.monotonic() - start:.0f} s.")
-    write_text(args.out / "results.md", "\n".join(lines) + "\n")
+    write_text(out / "results.md", "\n".join(lines) + "\n")
     write_text(
-        args.out / "results.json",
+        out / "results.json",
         json.dumps({"synth": summaries, "area": areas, "skipped": skipped, "failed": failed}, indent=2)
         + "\n",
     )
-    _log(f"results: {args.out / 'results.md'}")
+    _log(f"results: {out / 'results.md'}")
+    return failed
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    _check(parser, args)
+    jobs = _jobs(args)
+    start = time.monotonic()
+    if args.workers == 1 and args.scheduler is None:
+        results = _run_here(jobs)
+    else:
+        results = _run_on_dask(jobs, args.scheduler, args.workers)
+    failed = _write_results(args.out, [r for job in results for r in job], start)
     return 1 if failed else 0
 
 
