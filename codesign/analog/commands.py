@@ -107,6 +107,21 @@ def analog_check_command(
         Path | None, typer.Option(help="also write the reference netlists here (e.g. analog/netlists)")
     ] = None,
     timeout: Annotated[float, typer.Option(help="seconds any one ngspice run may take")] = 600.0,
+    cache: Annotated[
+        Path | None,
+        typer.Option(
+            help="finished checks, reused where their inputs and the analog code are unchanged "
+            "(default build/analog-check-cache)"
+        ),
+    ] = Path("build/analog-check-cache"),
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="run every check again")] = False,
+    workers: Annotated[
+        int,
+        typer.Option(help="run the checks on a local Dask cluster of this many workers (0: in this process)"),
+    ] = 0,
+    scheduler: Annotated[
+        str | None, typer.Option(help="address of a Dask scheduler to run the checks on")
+    ] = None,
 ) -> None:
     """Characterise the BMRU / DPI / native CMRU netlists in ngspice and compare them with the golden model."""
     from codesign.analog.checks import analog_check
@@ -128,6 +143,9 @@ def analog_check_command(
         netlists_dir=netlists,
         timeout=timeout,
         progress=typer.echo,
+        cache=None if no_cache else cache,
+        workers=workers,
+        scheduler=scheduler,
     )
     typer.echo(
         f"analog-check: {'all checks passed' if report.passed else 'FAILED'} in {report.wall_s:.0f} s "

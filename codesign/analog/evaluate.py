@@ -33,13 +33,12 @@ from pathlib import Path
 
 import numpy as np
 
+from codesign.analog.layer import analog_readout, layer_view, test_set
 from codesign.atomic import write_text
 from codesign.bundle import Bundle, load_bundle
-from codesign.bundle.cells import CELLS
 from codesign.errors import CodesignError
-from codesign.intmath import signed_range
 
-__all__ = ["analog_eval", "analog_readout"]
+__all__ = ["analog_eval", "analog_readout", "test_set"]
 
 VERSION = "analog-eval-2"
 """Part of every cache key: bump it when what a cached sequence holds changes."""
@@ -48,58 +47,6 @@ LADDER_CIRCUIT = 2
 """Part of the cache key of native CMRU (eps 1) sequences only (BMRU caches stay valid): bump it
 when the ladder circuit or its drive changes (2: the window shift of stages >= 2 calibrated,
 :data:`codesign.analog.mapping.LADDER_SHIFT_GAIN`)."""
-
-
-def _layer_view(bundle: Bundle) -> Bundle:
-    """The bundle as the analog layer sees it: its one layer with a last-step readout (the real
-    readout, pooled or not, is applied digitally by :func:`analog_readout`)."""
-    man = bundle.manifest
-    if len(man.layers) != 1:
-        raise CodesignError(f"analog-eval runs one-layer bundles; {man.name!r} has {len(man.layers)} layers")
-    layer = man.layers[0]
-    if CELLS[layer.cell].rule != "cmru" or layer.eps not in (0, 1) or layer.dcls is not None:
-        raise CodesignError(
-            f"analog-eval runs BMRU layers (cell bmru, or cmru with eps 0) and native CMRU ladders "
-            f"(cmru with eps 1), no DCLS front end; "
-            f"{man.name!r} has cell {layer.cell!r} eps {layer.eps}"
-            + (" with a DCLS front end" if layer.dcls is not None else "")
-        )
-    if man.readout.per_step:
-        raise CodesignError("analog-eval reads one class per sequence; per-step readouts are not supported")
-    readout = man.readout.model_copy(update={"pooling": "last"})
-    return Bundle(man.model_copy(update={"readout": readout}), bundle.weights, bundle.path)
-
-
-def test_set(bundle: Bundle) -> tuple[np.ndarray, np.ndarray]:
-    """The quantized test inputs and labels of the task in a trained bundle's provenance."""
-    prov = bundle.manifest.provenance
-    task = prov.get("task")
-    if not isinstance(task, dict) or "name" not in task or "seed" not in prov:
-        raise CodesignError(
-            "the bundle's provenance names no task and seed (export it from a run with codesign export)",
-            path=bundle.path,
-        )
-    from codesign.golden import quantize_inputs
-    from codesign.train.recipe import build_task
-
-    t = build_task(task["name"], {k: v for k, v in task.items() if k != "name"})
-    x, y = t.split("test", int(prov["seed"]))
-    return quantize_inputs(bundle, np.asarray(x)), np.asarray(y)
-
-
-def analog_readout(bundle: Bundle, states: np.ndarray) -> tuple[np.ndarray, int]:
-    """``(logits, class)`` of one sequence's states ``(T, d)`` with the bundle's digital readout."""
-    r = bundle.manifest.readout
-    if r.pooling == "sum":
-        lo, hi = signed_range(r.sum_bits)
-        pooled = np.zeros(states.shape[1], dtype=np.int64)
-        for row in states:  # saturating at every step, as the golden model and the RTL
-            pooled = np.clip(pooled + row, lo, hi)
-    else:
-        pooled = states[-1].astype(np.int64)
-    w = bundle.weights["readout.weight"].astype(np.int64)
-    logits = w @ pooled + bundle.weights["readout.bias"].astype(np.int64)
-    return logits, int(np.argmax(logits))  # argmax: the lowest index on ties
 
 
 def _key(bundle: Bundle, settings: dict, n: int) -> str:
@@ -118,14 +65,15 @@ def _timing(settings: dict):
 
 def _run_sequence(bundle_dir: str, n: int, settings: dict, cache: str, key: str) -> dict:
     """One test sequence in ngspice (a Dask task); its result cached as ``cache/key.json``."""
-    from codesign.analog.checks import Ctx, _margins, run_bundle_trace
     from codesign.analog.mapping import accumulators, map_bundle
+    from codesign.analog.sim import Ctx
+    from codesign.analog.trace import margins, run_bundle_trace
 
     path = Path(cache) / f"{key}.json"
     if path.is_file():
         return json.loads(path.read_text())
     bundle = load_bundle(bundle_dir)
-    view = _layer_view(bundle)
+    view = layer_view(bundle)
     xq, _ = test_set(bundle)
     if view.manifest.layers[0].eps == 1:
         record = _run_ladder_sequence(view, xq, n, settings, Path(cache), key)
@@ -162,7 +110,7 @@ def _run_sequence(bundle_dir: str, n: int, settings: dict, cache: str, key: str)
         [
             r["neuron"],
             k,
-            float(_margins(maps[r["neuron"]], c[0, :, r["neuron"]], b[0, :, r["neuron"]])[k] / 1e-12),
+            float(margins(maps[r["neuron"]], c[0, :, r["neuron"]], b[0, :, r["neuron"]])[k] / 1e-12),
         ]
         for r in trace.rows
         for k in r["root_error_steps"]
@@ -195,15 +143,15 @@ def _run_ladder_sequence(view: Bundle, xq: np.ndarray, n: int, settings: dict, c
     """One test sequence through native CMRU ladders (eps 1), one ladder per neuron.
 
     Every neuron's ladder spans the golden update count's range over this sequence plus
-    ``ladder_spare`` stages each side (:func:`codesign.analog.checks.ladder_ranges`); the ladders
+    ``ladder_spare`` stages each side (:func:`codesign.analog.ladder_trace.ladder_ranges`); the ladders
     are simulated ``ladder_group`` neurons per ngspice deck (they share nothing but the supplies:
     each neuron's input, thresholds and bias generators are its own), so a deck's preamble is as
     long as its own largest reset state needs. Every deck's result is cached too
     (``cache/decks/<key>_n<first neuron>.json``): a sequence takes an hour of ngspice, so an
     interrupted one resumes at its next deck.
     """
-    from codesign.analog.checks import ladder_ranges
     from codesign.analog.drive import LadderTiming
+    from codesign.analog.ladder_trace import ladder_ranges
     from codesign.analog.mapping import map_bundle
 
     maps = map_bundle(view, xq, normalise=settings.get("scale", "neuron") == "step")
@@ -278,8 +226,9 @@ def _run_ladder_sequence(view: Bundle, xq: np.ndarray, n: int, settings: dict, c
 def _ladder_deck(view, x, settings, maps, neurons, ranges, drive, timing, name) -> dict:
     """One ngspice deck of ladders: the analog and golden counts (state units), rows and power."""
     from codesign.analog.cells import DPI_N, DpiParams
-    from codesign.analog.checks import Ctx, run_ladder_trace
     from codesign.analog.ladder_deck import LADDER_DECKS
+    from codesign.analog.ladder_trace import run_ladder_trace
+    from codesign.analog.sim import Ctx
 
     tr = run_ladder_trace(
         view,
@@ -372,7 +321,7 @@ def analog_eval(
     neuron spanning the golden count's range over the sequence plus ``ladder_spare`` stages each
     side, ``ladder_group`` neurons per ngspice deck, reset to ``n0`` stages by ``ladder_init``
     (``nodeset``: from the operating point; ``pulses``: n0 set pulses; see
-    :func:`codesign.analog.checks.run_ladder_trace`), 60 ms frames unless ``frame_ms`` says otherwise
+    :func:`codesign.analog.ladder_trace.run_ladder_trace`), 60 ms frames unless ``frame_ms`` says otherwise
     (:class:`codesign.analog.drive.LadderTiming`); ``start`` does not apply (a ladder resets to
     ``n0`` stages on). BMRU frames default to 10 ms.
 
@@ -432,7 +381,7 @@ def analog_eval(
 
     bundle_dir = Path(bundle_dir).resolve()
     bundle = load_bundle(bundle_dir)
-    _layer_view(bundle)  # refuse what the analog path cannot run, before anything starts
+    layer_view(bundle)  # refuse what the analog path cannot run, before anything starts
     if sequences < 1:
         raise CodesignError(f"--sequences must be at least 1, not {sequences}")
     if start not in ("pair", "single"):
@@ -620,7 +569,7 @@ def _summarize(bundle: Bundle, xq, y, records: list[dict], gold, settings: dict)
     from codesign.analog.behavioural import golden_signs
 
     ladder = "h_analog" in records[0]
-    signs = None if ladder else golden_signs(_layer_view(bundle), xq)
+    signs = None if ladder else golden_signs(layer_view(bundle), xq)
     all_agree = all_steps = 0
     for n, rec in enumerate(records):
         if ladder:  # native CMRU ladders: the state is a count of alphas

@@ -224,12 +224,12 @@ def measure_synapse(
 def bundle_synapses(bundle_dir, design: SynapseDesign = SynapseDesign(), frame_s: float = 10e-3) -> dict:
     """Cost of a trained one-layer bundle's candidate and threshold arrays, and their supply
     current on its test set (Kirchhoff: every line carries ``I_x sum |w| |x|``, every diode ``I_x |x|``)."""
-    from codesign.analog.evaluate import _layer_view, test_set
+    from codesign.analog.layer import layer_view, test_set
     from codesign.analog.mapping import spine
     from codesign.bundle import load_bundle
 
     bundle = load_bundle(bundle_dir)
-    w = spine(_layer_view(bundle)).weights
+    w = spine(layer_view(bundle)).weights
     arr = np.concatenate([w["w_cand"], w["w_thr"]]).astype(np.int64)
     bits = int(bundle.manifest.layers[0].weight_bits)
     xq, _ = test_set(bundle)

@@ -273,13 +273,13 @@ def test_set_figures(
     arrays alone cost in fidelity, without a cell transient per sequence. ``trim``: ``offset``
     folds every line's zero-input sum into its bias (:func:`line_offsets`), ``none`` does not."""
     from codesign.analog.behavioural import golden_signs, pair_signs
-    from codesign.analog.evaluate import _layer_view, analog_readout, test_set
+    from codesign.analog.layer import analog_readout, layer_view, test_set
     from codesign.analog.mapping import accumulators, map_bundle, spine
     from codesign.bundle import load_bundle
     from codesign.golden import run_golden
 
     bundle = load_bundle(bundle_dir)
-    view = _layer_view(bundle)
+    view = layer_view(bundle)
     sp = spine(view)
     w = sp.weights
     arr = np.concatenate([w["w_cand"], w["w_thr"]]).astype(np.int64)

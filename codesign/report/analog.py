@@ -8,8 +8,8 @@ module
    current scale of every neuron calibrated on all of the report's input sequences;
 2. plays the first of those sequences (at most ``steps`` steps) into ``neurons`` of the layer's
    ``d`` neurons, picked evenly over the layer, one ngspice transient per neuron (sky130 tt,
-   27 C), with the analog path's own drives: :func:`codesign.analog.checks.run_bundle_trace`
-   (BMRU, one frame per step) and :func:`codesign.analog.checks.run_ladder_trace` (native
+   27 C), with the analog path's own drives: :func:`codesign.analog.trace.run_bundle_trace`
+   (BMRU, one frame per step) and :func:`codesign.analog.ladder_trace.run_ladder_trace` (native
    ladders, 60 ms frames, ``stages`` stages started half full). The decks instantiate the same
    neuron subcircuits as the netlists;
 3. averages each supply current over the played steps (the reset preamble excluded):
@@ -165,10 +165,10 @@ def analog_power(
     ``timeout``: seconds one ngspice run may take (long ladder transients get more, as in
     :mod:`codesign.analog.checks`).
     """
-    from codesign.analog.checks import Ctx
     from codesign.analog.mapping import map_bundle, spine
     from codesign.analog.ngspice import SimulationError, find_ngspice, ngspice_version
     from codesign.analog.pdk import SKY130_VERSION
+    from codesign.analog.sim import Ctx
 
     say = progress or (lambda _t: None)
     if neurons < 1:
@@ -226,8 +226,9 @@ def analog_power(
         say(f"analog: cached ngspice measurement {where / 'measurement.json'}")
         m = json.loads((where / "measurement.json").read_text())
     else:
-        from codesign.analog.checks import run_bundle_trace, run_ladder_trace
+        from codesign.analog.ladder_trace import run_ladder_trace
         from codesign.analog.netlist import generate_netlists
+        from codesign.analog.trace import run_bundle_trace
 
         t0 = time.monotonic()
         ctx = Ctx(corner=CORNER, timeout=timeout, keep_dir=where / "decks")
