@@ -330,6 +330,129 @@ def analog_eval(
     per neuron, which starts at ``-alpha``. ``frame_ms``: the time one step gets (the cells switch in
     ``C dV / overdrive``: a longer frame resolves smaller margins).
 
+    The native CMRU options (``ladder_*``, ``tmax_ms``) are described at :func:`_ladder_settings`;
+    ``scale``, ``reltol``, ``synapses*`` and ``mc*`` at :func:`_cell_settings`. ``first``: the
+    index of the first test sequence run (``sequences`` from there on), so that runs can share out
+    the test set; their caches are shared (a sequence's key does not depend on it).
+    """
+    from codesign.golden import run_golden
+
+    bundle_dir = Path(bundle_dir).resolve()
+    bundle = load_bundle(bundle_dir)
+    layer_view(bundle)  # refuse what the analog path cannot run, before anything starts
+    _check_options(sequences, start, mc, mc_spice, mc_sequences, synapses, synapse_trim, scale, reltol)
+    eps = bundle.manifest.layers[0].eps
+    if frame_ms is None:
+        frame_ms = 60.0 if eps == 1 else 10.0
+    if not 3.0 <= frame_ms <= 1000.0:
+        raise CodesignError(f"--frame-ms must be between 3 and 1000 ms, not {frame_ms:g}")
+    xq, y = test_set(bundle)
+    if not 0 <= first < len(xq):
+        raise CodesignError(
+            f"--first must be between 0 and {len(xq) - 1} (the test set's last sequence), not {first}"
+        )
+    count = min(sequences, len(xq) - first)
+    cache = Path(cache) if cache is not None else bundle_dir.parent / f"{bundle_dir.name}_analog_eval"
+    cache.mkdir(parents=True, exist_ok=True)
+    settings = {"corner": corner, "start": start if eps == 0 else "ladder", "frame_ms": float(frame_ms)}
+    ladder = {
+        "ladder_spare": ladder_spare,
+        "ladder_group": ladder_group,
+        "ladder_init": ladder_init,
+        "tmax_ms": tmax_ms,
+        "ladder_pulse_ms": ladder_pulse_ms,
+        "ladder_dpi": ladder_dpi,
+        "ladder_deck": ladder_deck,
+        "ladder_trim_pa": ladder_trim_pa,
+        "ladder_overdrive_pa": ladder_overdrive_pa,
+    }
+    if eps == 1:
+        if not 0 <= ladder_spare <= 8 or ladder_group < 1:
+            raise CodesignError(
+                f"--ladder-spare {ladder_spare} / --ladder-group {ladder_group}: need 0..8 spare stages, groups >= 1"
+            )
+        if ladder_init not in ("nodeset", "pulses"):
+            raise CodesignError(f"--ladder-init must be nodeset or pulses, not {ladder_init!r}")
+        if mc:
+            raise CodesignError("--mc runs BMRU layers (the behavioural mismatch model has no ladder)")
+        settings |= _ladder_settings(**ladder)
+    elif _any_ladder_option(**ladder):
+        raise CodesignError(
+            "--tmax-ms, --ladder-dpi, --ladder-pulse-ms, --ladder-deck, --ladder-trim-pa and --ladder-overdrive-pa "
+            "apply to native CMRU ladders "
+            "(cmru eps 1) only"
+        )
+    settings |= _cell_settings(scale, reltol, synapses, synapse_ix_fa, synapse_trim)
+    tasks = [(n, settings) for n in range(first, first + count)]
+    spice_mc = [
+        (n, settings | {"mc_seed": seed}) for seed in range(1, mc_spice + 1) for n in range(mc_sequences)
+    ]
+    records = _gather(str(bundle_dir), bundle, tasks + spice_mc, cache, scheduler, workers, progress)
+    run = slice(first, first + count)
+    summary = _summarize(bundle, xq[run], y[run], records[:count], run_golden(bundle, xq[run]), settings)
+    summary["first_sequence"] = first
+    if eps == 1:
+        from codesign.analog.ladder_model import ladder_model_summary
+
+        summary["ladder_model"] = ladder_model_summary(bundle, xq, y, records[:count], scale == "step")
+    if mc:
+        from codesign.analog.mismatch import mismatch_summary
+
+        summary["mismatch"] = mismatch_summary(bundle, xq, y, mc, records[count:], spice_mc, settings)
+    return summary
+
+
+def _check_options(
+    sequences, start, mc, mc_spice, mc_sequences, synapses, synapse_trim, scale, reltol
+) -> None:
+    """Refuse an option outside its range (one :class:`CodesignError` naming it)."""
+    if sequences < 1:
+        raise CodesignError(f"--sequences must be at least 1, not {sequences}")
+    if start not in ("pair", "single"):
+        raise CodesignError(f"--start must be pair or single, not {start!r}")
+    if mc < 0 or mc_spice < 0 or mc_spice > max(mc, 0) or mc_sequences < 1:
+        raise CodesignError(
+            f"--mc {mc} / --mc-spice {mc_spice} / --mc-sequences {mc_sequences}: need 0 <= mc-spice <= mc"
+        )
+    if synapses not in ("ideal", "circuit"):
+        raise CodesignError(f"--synapses must be ideal or circuit, not {synapses!r}")
+    if synapse_trim not in ("offset", "none"):
+        raise CodesignError(f"--synapse-trim must be offset or none, not {synapse_trim!r}")
+    if scale not in ("step", "neuron"):
+        raise CodesignError(f"--scale must be step or neuron, not {scale!r}")
+    if not 1e-6 <= reltol <= 1e-2:
+        raise CodesignError(f"--reltol must be between 1e-6 and 1e-2, not {reltol:g}")
+
+
+def _any_ladder_option(
+    *, tmax_ms, ladder_dpi, ladder_pulse_ms, ladder_deck, ladder_trim_pa, ladder_overdrive_pa, **_
+):
+    """Whether a ladder-only option differs from its default."""
+    return bool(
+        tmax_ms != 1.0
+        or ladder_dpi != "p"
+        or ladder_pulse_ms != 4.0
+        or ladder_deck != "reference"
+        or tuple(ladder_trim_pa) != (0.0, 0.0)
+        or ladder_overdrive_pa
+    )
+
+
+def _ladder_settings(
+    *,
+    ladder_spare,
+    ladder_group,
+    ladder_init,
+    tmax_ms,
+    ladder_pulse_ms,
+    ladder_dpi,
+    ladder_deck,
+    ladder_trim_pa,
+    ladder_overdrive_pa,
+) -> dict:
+    """The cache-key settings of a native CMRU run; an option at its default stays out of the key
+    (the older caches keep their keys).
+
     ``ladder_dpi``: the DPI between a ladder's stages: ``p`` the first one, ``n`` the kappa-matched
     ``dpi_n`` (tau within 6.8 % at every corner) with its own calibrated window shift.
 
@@ -348,9 +471,6 @@ def analog_eval(
     for one update (JapaneseVowels sequence 61, neuron 0, step 16); 20 pA switches a stage in
     about 1 ms and leaves the near ties, a few pA past, as they were.
 
-    ``first``: the index of the first test sequence run (``sequences`` from there on), so that
-    runs can share out the test set; their caches are shared (a sequence's key does not depend on it).
-
     ``ladder_deck``: how ngspice simulates the ladders (:mod:`codesign.analog.ladder_deck`):
     ``reference`` (the deck of every earlier run) or ``fast`` (trapezoidal integration, looser
     truncation and absolute-current tolerances, device bypass, 1 ms drive ramps, only the read
@@ -360,6 +480,53 @@ def analog_eval(
 
     ``tmax_ms``: ngspice's largest time step in the ladders' transient (1 ms by default; the ladder
     rests between steps, and 5 ms with ``reltol`` 1e-3 gave the same counts about 6x faster).
+    """
+    from codesign.analog.ladder_deck import LADDER_DECKS
+
+    settings = {
+        "ladder_spare": int(ladder_spare),
+        "ladder_group": int(ladder_group),
+        "ladder_init": ladder_init,
+        "ladder_circuit": LADDER_CIRCUIT,
+    }
+    if not 0.1 <= tmax_ms <= 20.0:
+        raise CodesignError(f"--tmax-ms must be between 0.1 and 20 ms, not {tmax_ms:g}")
+    if not 1.0 <= ladder_pulse_ms <= 10.0:
+        raise CodesignError(
+            f"--ladder-pulse-ms must be between 1 and 10 ms (a longer pulse lets the next stage follow), "
+            f"not {ladder_pulse_ms:g}"
+        )
+    if ladder_pulse_ms != 4.0:
+        settings["ladder_pulse_ms"] = float(ladder_pulse_ms)
+    if ladder_dpi not in ("p", "n"):
+        raise CodesignError(f"--ladder-dpi must be p or n, not {ladder_dpi!r}")
+    if ladder_dpi != "p":
+        settings["ladder_dpi"] = ladder_dpi
+    if tmax_ms != 1.0:
+        settings["tmax_ms"] = float(tmax_ms)
+    if ladder_deck not in LADDER_DECKS:
+        raise CodesignError(f"--ladder-deck must be one of {', '.join(LADDER_DECKS)}, not {ladder_deck!r}")
+    if ladder_deck != "reference":
+        settings["ladder_deck"] = ladder_deck
+    trim = tuple(float(v) for v in ladder_trim_pa)
+    if len(trim) != 2 or not all(0.0 <= v <= 50.0 for v in trim):
+        raise CodesignError(
+            f"--ladder-trim-pa must be two currents UP,DOWN in 0..50 pA, not {ladder_trim_pa}"
+        )
+    if trim != (0.0, 0.0):
+        settings["ladder_trim_pa"] = list(trim)
+    if not 0.0 <= ladder_overdrive_pa <= 100.0:
+        raise CodesignError(
+            f"--ladder-overdrive-pa must be between 0 (off) and 100 pA, not {ladder_overdrive_pa:g}"
+        )
+    if ladder_overdrive_pa:
+        settings["ladder_overdrive_pa"] = float(ladder_overdrive_pa)
+    return settings
+
+
+def _cell_settings(scale, reltol, synapses, synapse_ix_fa, synapse_trim) -> dict:
+    """The cache-key settings of the candidate scale, the tolerance and the synapses; the
+    pre-option cache keys stay valid for the defaults they were made with.
 
     ``scale``: ``step`` normalises every step's window (:attr:`codesign.analog.mapping.NeuronMap.normalised`:
     margins ``H ||c| - |b|| / |b|``); ``neuron`` gives each neuron one scale from the largest ``|b|``
@@ -377,104 +544,7 @@ def analog_eval(
     whole test set; ``mc_spice`` of them (seeds 1..) also run in ngspice with the sky130 mismatch
     terms on, on the first ``mc_sequences`` sequences, to check the model's spread.
     """
-    from codesign.golden import run_golden
-
-    bundle_dir = Path(bundle_dir).resolve()
-    bundle = load_bundle(bundle_dir)
-    layer_view(bundle)  # refuse what the analog path cannot run, before anything starts
-    if sequences < 1:
-        raise CodesignError(f"--sequences must be at least 1, not {sequences}")
-    if start not in ("pair", "single"):
-        raise CodesignError(f"--start must be pair or single, not {start!r}")
-    if mc < 0 or mc_spice < 0 or mc_spice > max(mc, 0) or mc_sequences < 1:
-        raise CodesignError(
-            f"--mc {mc} / --mc-spice {mc_spice} / --mc-sequences {mc_sequences}: need 0 <= mc-spice <= mc"
-        )
-    if synapses not in ("ideal", "circuit"):
-        raise CodesignError(f"--synapses must be ideal or circuit, not {synapses!r}")
-    if synapse_trim not in ("offset", "none"):
-        raise CodesignError(f"--synapse-trim must be offset or none, not {synapse_trim!r}")
-    if scale not in ("step", "neuron"):
-        raise CodesignError(f"--scale must be step or neuron, not {scale!r}")
-    if not 1e-6 <= reltol <= 1e-2:
-        raise CodesignError(f"--reltol must be between 1e-6 and 1e-2, not {reltol:g}")
-    eps = bundle.manifest.layers[0].eps
-    if frame_ms is None:
-        frame_ms = 60.0 if eps == 1 else 10.0
-    if not 3.0 <= frame_ms <= 1000.0:
-        raise CodesignError(f"--frame-ms must be between 3 and 1000 ms, not {frame_ms:g}")
-    xq, y = test_set(bundle)
-    if not 0 <= first < len(xq):
-        raise CodesignError(
-            f"--first must be between 0 and {len(xq) - 1} (the test set's last sequence), not {first}"
-        )
-    count = min(sequences, len(xq) - first)
-    cache = Path(cache) if cache is not None else bundle_dir.parent / f"{bundle_dir.name}_analog_eval"
-    cache.mkdir(parents=True, exist_ok=True)
-    settings = {"corner": corner, "start": start if eps == 0 else "ladder", "frame_ms": float(frame_ms)}
-    if eps == 1:
-        if not 0 <= ladder_spare <= 8 or ladder_group < 1:
-            raise CodesignError(
-                f"--ladder-spare {ladder_spare} / --ladder-group {ladder_group}: need 0..8 spare stages, groups >= 1"
-            )
-        if ladder_init not in ("nodeset", "pulses"):
-            raise CodesignError(f"--ladder-init must be nodeset or pulses, not {ladder_init!r}")
-        if mc:
-            raise CodesignError("--mc runs BMRU layers (the behavioural mismatch model has no ladder)")
-        settings["ladder_spare"] = int(ladder_spare)
-        settings["ladder_group"] = int(ladder_group)
-        settings["ladder_init"] = ladder_init
-        settings["ladder_circuit"] = LADDER_CIRCUIT
-        if not 0.1 <= tmax_ms <= 20.0:
-            raise CodesignError(f"--tmax-ms must be between 0.1 and 20 ms, not {tmax_ms:g}")
-        if not 1.0 <= ladder_pulse_ms <= 10.0:
-            raise CodesignError(
-                f"--ladder-pulse-ms must be between 1 and 10 ms (a longer pulse lets the next stage follow), "
-                f"not {ladder_pulse_ms:g}"
-            )
-        if ladder_pulse_ms != 4.0:  # the older caches keep their keys
-            settings["ladder_pulse_ms"] = float(ladder_pulse_ms)
-        if ladder_dpi not in ("p", "n"):
-            raise CodesignError(f"--ladder-dpi must be p or n, not {ladder_dpi!r}")
-        if ladder_dpi != "p":  # the older caches keep their keys
-            settings["ladder_dpi"] = ladder_dpi
-        if tmax_ms != 1.0:  # the older caches keep their keys
-            settings["tmax_ms"] = float(tmax_ms)
-        from codesign.analog.ladder_deck import LADDER_DECKS
-
-        if ladder_deck not in LADDER_DECKS:
-            raise CodesignError(
-                f"--ladder-deck must be one of {', '.join(LADDER_DECKS)}, not {ladder_deck!r}"
-            )
-        if ladder_deck != "reference":  # the older caches keep their keys
-            settings["ladder_deck"] = ladder_deck
-        trim = tuple(float(v) for v in ladder_trim_pa)
-        if len(trim) != 2 or not all(0.0 <= v <= 50.0 for v in trim):
-            raise CodesignError(
-                f"--ladder-trim-pa must be two currents UP,DOWN in 0..50 pA, not {ladder_trim_pa}"
-            )
-        if trim != (0.0, 0.0):  # the older caches keep their keys
-            settings["ladder_trim_pa"] = list(trim)
-        if not 0.0 <= ladder_overdrive_pa <= 100.0:
-            raise CodesignError(
-                f"--ladder-overdrive-pa must be between 0 (off) and 100 pA, not {ladder_overdrive_pa:g}"
-            )
-        if ladder_overdrive_pa:  # the older caches keep their keys
-            settings["ladder_overdrive_pa"] = float(ladder_overdrive_pa)
-    elif (
-        tmax_ms != 1.0
-        or ladder_dpi != "p"
-        or ladder_pulse_ms != 4.0
-        or ladder_deck != "reference"
-        or tuple(ladder_trim_pa) != (0.0, 0.0)
-        or ladder_overdrive_pa
-    ):
-        raise CodesignError(
-            "--tmax-ms, --ladder-dpi, --ladder-pulse-ms, --ladder-deck, --ladder-trim-pa and --ladder-overdrive-pa "
-            "apply to native CMRU ladders "
-            "(cmru eps 1) only"
-        )
-    # the pre-scale-option cache keys stay valid for the defaults they were made with
+    settings: dict = {}
     if scale != "neuron":
         settings["scale"] = scale
     if reltol != 1e-4:
@@ -486,23 +556,7 @@ def analog_eval(
         settings["synapse_ix_fa"] = float(synapse_ix_fa)
         if synapse_trim != "none":  # untrimmed runs keep their earlier cache keys
             settings["synapse_trim"] = synapse_trim
-    tasks = [(n, settings) for n in range(first, first + count)]
-    spice_mc = [
-        (n, settings | {"mc_seed": seed}) for seed in range(1, mc_spice + 1) for n in range(mc_sequences)
-    ]
-    records = _gather(str(bundle_dir), bundle, tasks + spice_mc, cache, scheduler, workers, progress)
-    run = slice(first, first + count)
-    summary = _summarize(bundle, xq[run], y[run], records[:count], run_golden(bundle, xq[run]), settings)
-    summary["first_sequence"] = first
-    if eps == 1:
-        from codesign.analog.ladder_model import ladder_model_summary
-
-        summary["ladder_model"] = ladder_model_summary(bundle, xq, y, records[:count], scale == "step")
-    if mc:
-        from codesign.analog.mismatch import mismatch_summary
-
-        summary["mismatch"] = mismatch_summary(bundle, xq, y, mc, records[count:], spice_mc, settings)
-    return summary
+    return settings
 
 
 def _gather(bundle_dir, bundle, tasks, cache, scheduler, workers, progress) -> list[dict]:
@@ -558,6 +612,38 @@ def ngspice_effort(records: list[dict]) -> tuple[float | None, float | None]:
         float(np.mean([r["cpu_s"] for r in measured])),
         float(np.mean([r["ngspice"]["iterations"] for r in measured])),
     )
+
+
+def _ladder_summary(records: list[dict], settings: dict) -> dict:
+    """The native CMRU part of the summary: ladder settings, ngspice effort, stages, init failures."""
+    out: dict = {}
+    out["ladder_spare"] = settings["ladder_spare"]
+    out["tmax_ms"] = settings.get("tmax_ms", 1.0)
+    out["ladder_dpi"] = settings.get("ladder_dpi", "p")
+    out["ladder_pulse_ms"] = settings.get("ladder_pulse_ms", 4.0)
+    out["ladder_deck"] = settings.get("ladder_deck", "reference")
+    out["ladder_trim_pa"] = settings.get("ladder_trim_pa", [0.0, 0.0])
+    out["ladder_overdrive_pa"] = settings.get("ladder_overdrive_pa", 0.0)
+    cpu, iters = ngspice_effort(records)
+    out["ngspice_cpu_s_per_sequence"] = cpu
+    out["ngspice_iterations_per_sequence"] = iters
+    out["ngspice_sequences_measured"] = sum(1 for r in records if _effort_measured(r))
+    out["ngspice_note"] = (
+        "seconds_per_sequence is wall time (mostly the machine's other jobs on a shared host); "
+        "cpu and Newton iterations (each evaluates every device) are measured on the sequences "
+        "run since they were recorded"
+    )
+    out["ladder_stages_mean"] = float(np.mean([sum(r["ladder_stages"]) for r in records]))
+    out["ladder_stages_note"] = (
+        "every neuron's ladder spans the golden count's range over its sequence plus ladder_spare "
+        "stages each side; a chip sized for the whole test set needs more stages (their idle power "
+        "is not in these figures)"
+    )
+    out["ladder_init"] = settings["ladder_init"]
+    out["ladder_init_failures"] = int(sum(not r["init_ok"] for r in records))
+    out["worst_level_error_rel_alpha"] = float(max(r["worst_level_error_rel_alpha"] for r in records))
+    out["root_errors_note"] = "root errors: steps whose ladder update (+1, 0, -1) differs from the golden one"
+    return out
 
 
 def _summarize(bundle: Bundle, xq, y, records: list[dict], gold, settings: dict) -> dict:
@@ -658,32 +744,5 @@ def _summarize(bundle: Bundle, xq, y, records: list[dict], gold, settings: dict)
         "simulated_s": float(sum(r["wall_s"] for r in records)),
     }
     if ladder:
-        out["ladder_spare"] = settings["ladder_spare"]
-        out["tmax_ms"] = settings.get("tmax_ms", 1.0)
-        out["ladder_dpi"] = settings.get("ladder_dpi", "p")
-        out["ladder_pulse_ms"] = settings.get("ladder_pulse_ms", 4.0)
-        out["ladder_deck"] = settings.get("ladder_deck", "reference")
-        out["ladder_trim_pa"] = settings.get("ladder_trim_pa", [0.0, 0.0])
-        out["ladder_overdrive_pa"] = settings.get("ladder_overdrive_pa", 0.0)
-        cpu, iters = ngspice_effort(records)
-        out["ngspice_cpu_s_per_sequence"] = cpu
-        out["ngspice_iterations_per_sequence"] = iters
-        out["ngspice_sequences_measured"] = sum(1 for r in records if _effort_measured(r))
-        out["ngspice_note"] = (
-            "seconds_per_sequence is wall time (mostly the machine's other jobs on a shared host); "
-            "cpu and Newton iterations (each evaluates every device) are measured on the sequences "
-            "run since they were recorded"
-        )
-        out["ladder_stages_mean"] = float(np.mean([sum(r["ladder_stages"]) for r in records]))
-        out["ladder_stages_note"] = (
-            "every neuron's ladder spans the golden count's range over its sequence plus ladder_spare "
-            "stages each side; a chip sized for the whole test set needs more stages (their idle power "
-            "is not in these figures)"
-        )
-        out["ladder_init"] = settings["ladder_init"]
-        out["ladder_init_failures"] = int(sum(not r["init_ok"] for r in records))
-        out["worst_level_error_rel_alpha"] = float(max(r["worst_level_error_rel_alpha"] for r in records))
-        out["root_errors_note"] = (
-            "root errors: steps whose ladder update (+1, 0, -1) differs from the golden one"
-        )
+        out |= _ladder_summary(records, settings)
     return out

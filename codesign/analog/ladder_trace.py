@@ -98,9 +98,7 @@ def run_ladder_trace(
     """
     if init not in ("pulses", "nodeset"):
         raise CodesignError(f"ladder init must be pulses or nodeset, not {init!r}")
-    from codesign.analog.drive import LadderTiming, ladder_drive
-    from codesign.analog.netlist import neuron_subckt
-    from codesign.golden import run_golden
+    from codesign.analog.drive import LadderTiming
 
     ctx = ctx or Ctx()
     deck = deck or LADDER_DECKS["reference"]
@@ -111,7 +109,105 @@ def run_ladder_trace(
     xq = np.asarray(xq, dtype=np.int64)[:1]
     maps = maps or map_bundle(bundle, xq)
     neurons = list(range(bundle.net.hidden_size)) if neurons is None else neurons
-    d = bundle.net.hidden_size
+    n0_all, st_all = _ladder_lengths(bundle.net.hidden_size, neurons, ranges, stages)
+    # the preamble: init frames of the neuron that needs most (none when the operating point starts there)
+    n0 = int(max(n0_all[neurons])) if init == "pulses" else 0
+    stages = int(max(st_all[neurons]))
+    c, b = accumulators(bundle, xq)
+    c1, b1 = c[0], b[0]
+    steps = c1.shape[0]
+    upd, raw, in_range = _golden_counts(bundle, xq, c1, b1, n0_all, st_all)
+    accs = (c1, b1) if drive_accs is None else (np.asarray(drive_accs[0]), np.asarray(drive_accs[1]))
+    body, subckts, drives = _ladder_body(
+        bundle, maps, neurons, accs, n0_all, st_all, timing, n0, init, dpi, trim, overdrive
+    )
+    stop = timing.stop(steps, n0)
+    vecs = [f"i(vo{i})" for i in neurons] + POWER_VECS
+    title = (
+        f"bundle {bundle.manifest.name}: native CMRU, {stages} stages, {steps} steps x {len(neurons)} neurons"
+    )
+    lengths = sorted({int(st_all[i]) for i in neurons})
+    spec = _ladder_spec(
+        title, body, subckts, lengths, vecs, stop, timing, ctx.corner, dpi, deck, mc_seed, reltol
+    )
+    text = spec.deck()
+    if deck.prune_models and mc_seed is None:
+        from codesign.analog.model_prune import prune_deck_models
+
+        text = prune_deck_models(text, ctx.corner)
+    res = ctx.run(
+        text,
+        name,
+        spec.outputs,
+        tran_stop={"tran": stop},
+        timeout=max(ctx.timeout, 120 + 10.0 * steps * float(st_all[neurons].sum()) / 4),
+    )
+    tab = res["tran"]
+    golden = (raw, upd, in_range, c1, b1)
+    n_a, rows = _read_ladders(tab, timing, n0, steps, neurons, maps, golden, n0_all, st_all)
+    power = powers_nw(tab, timing.pre(n0), stop)
+    return LadderTraceResult(
+        rows,
+        n_a,
+        raw[:, neurons],
+        in_range[:, neurons],
+        power,
+        tab,
+        drives,
+        timing,
+        n0,
+        stages,
+        res.wall_s,
+        n0_all[neurons],
+        st_all[neurons],
+        res.cpu_s,
+        res.stats,
+    )
+
+
+def _read_ladders(tab, timing, n0, steps, neurons, maps, golden, n0_all, st_all):
+    """Stages on at every step's sample time (the output current in alphas) and every ladder's row."""
+    raw, upd, in_range, c1, b1 = golden
+    ts = np.array([timing.sample_time(k, n0) for k in range(steps)])
+    n_a = np.zeros((steps, len(neurons)), dtype=np.int64)
+    rows = []
+    t_init = timing.step_start(0, n0) - 0.5e-3
+    for j, i in enumerate(neurons):
+        i_out = np.interp(ts, tab["scale"], tab[f"i(vo{i})"])
+        n_a[:, j] = np.rint(i_out / maps[i].i_alpha).astype(np.int64)
+        n_init = int(np.rint(np.interp(t_init, tab["scale"], tab[f"i(vo{i})"]) / maps[i].i_alpha))
+        counts = (n_a[:, j], raw[:, i], upd[:, i], in_range[:, i])
+        rows.append(
+            _ladder_row(i, maps[i], counts, i_out, n_init, int(n0_all[i]), int(st_all[i]), c1[:, i], b1[:, i])
+        )
+    return n_a, rows
+
+
+def _ladder_spec(
+    title, body, subckts, lengths, vecs, stop, timing, corner, dpi, deck, mc_seed, reltol
+) -> SimSpec:
+    """The ladders' deck: both ladder subcircuits of every length used, the neurons, one transient."""
+    lib = "\n" + "\n".join(
+        cells.cmru_ladder(n, dpi) + "\n" + cells.cmru_ladder(n, dpi, dynamic=True) for n in lengths
+    )
+    if deck.save_read_only:
+        body = [*body, ".save " + " ".join(vecs)]
+    return SimSpec(
+        title,
+        "\n".join(body) + "\n",
+        (Analysis.tran(f"{timing.t_max:.6g}", stop, "tran", vecs),),
+        corner=corner,
+        library=lib + "\n".join(subckts),
+        mc_seed=mc_seed,
+        reltol=reltol,
+        options=deck.options,
+        stats=True,
+    )
+
+
+def _ladder_lengths(d: int, neurons: list[int], ranges, stages: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every neuron's reset state ``n0`` and ladder length, from ``ranges`` (default: ``stages // 2``
+    of ``stages``); a bad range is one :class:`CodesignError`."""
     if ranges is None:
         ranges = [(stages // 2, stages)] * len(neurons)
     if (
@@ -126,13 +222,15 @@ def run_ladder_trace(
     st_all = np.zeros(d, dtype=np.int64)
     for i, (a, n) in zip(neurons, ranges, strict=True):
         n0_all[i], st_all[i] = a, n
-    # the preamble: init frames of the neuron that needs most (none when the operating point starts there)
-    n0 = int(max(a for a, _ in ranges)) if init == "pulses" else 0
-    stages = int(max(n for _, n in ranges))
+    return n0_all, st_all
+
+
+def _golden_counts(bundle, xq, c1, b1, n0_all, st_all):
+    """The golden updates (+1, 0, -1), the count ``n0 + sum of updates`` and where it stays within
+    the ladder, checked against the golden model's states."""
+    from codesign.golden import run_golden
+
     gold = run_golden(bundle, xq)
-    c, b = accumulators(bundle, xq)
-    c1, b1 = c[0], b[0]
-    steps = c1.shape[0]
     upd = np.where(np.abs(c1) >= np.abs(b1), np.where(c1 >= 0, 1, -1), 0)
     raw = n0_all[None, :] + np.cumsum(upd, axis=0)
     in_range = np.cumprod((raw >= 0) & (raw <= st_all[None, :]), axis=0).astype(bool)
@@ -141,12 +239,17 @@ def run_ladder_trace(
     unsaturated = np.cumprod(np.abs(alpha * (raw - n0_all)) <= limit, axis=0).astype(bool)
     if np.any((gold.states[0] != alpha * (raw - n0_all)) & unsaturated):
         raise AssertionError("golden states disagree with the update count: a bug")
-    lengths = sorted({int(st_all[i]) for i in neurons})
-    lib = "\n" + "\n".join(
-        cells.cmru_ladder(n, dpi) + "\n" + cells.cmru_ladder(n, dpi, dynamic=True) for n in lengths
-    )
+    return upd, raw, in_range
+
+
+def _ladder_body(bundle, maps, neurons, accs, n0_all, st_all, timing, n0, init, dpi, trim, overdrive):
+    """Every neuron's ladder subcircuit, drives (input, thresholds, shifted thresholds of stages
+    >= 2) and ``.nodeset`` of its reset state."""
+    from codesign.analog.drive import ladder_drive
+    from codesign.analog.netlist import neuron_subckt
+
     body, subckts, drives, nodesets = [], [], [], []
-    dc, db = (c1, b1) if drive_accs is None else (np.asarray(drive_accs[0]), np.asarray(drive_accs[1]))
+    dc, db = accs
     for i in neurons:
         nm = maps[i]
         n_i = int(st_all[i])
@@ -186,97 +289,42 @@ def run_ladder_trace(
             for k in range(on + 1, n_i + 1)
         ]
     body.append(".nodeset " + " ".join(nodesets))
-    stop = timing.stop(steps, n0)
-    vecs = [f"i(vo{i})" for i in neurons] + POWER_VECS
-    if deck.save_read_only:
-        body.append(".save " + " ".join(vecs))
-    spec = SimSpec(
-        f"bundle {bundle.manifest.name}: native CMRU, {stages} stages, {steps} steps x {len(neurons)} neurons",
-        "\n".join(body) + "\n",
-        (Analysis.tran(f"{timing.t_max:.6g}", stop, "tran", vecs),),
-        corner=ctx.corner,
-        library=lib + "\n".join(subckts),
-        mc_seed=mc_seed,
-        reltol=reltol,
-        options=deck.options,
-        stats=True,
-    )
-    text = spec.deck()
-    if deck.prune_models and mc_seed is None:
-        from codesign.analog.model_prune import prune_deck_models
+    return body, subckts, drives
 
-        text = prune_deck_models(text, ctx.corner)
-    res = ctx.run(
-        text,
-        name,
-        spec.outputs,
-        tran_stop={"tran": stop},
-        timeout=max(ctx.timeout, 120 + 10.0 * steps * float(st_all[neurons].sum()) / 4),
-    )
-    tab = res["tran"]
-    ts = np.array([timing.sample_time(k, n0) for k in range(steps)])
-    n_a = np.zeros((steps, len(neurons)), dtype=np.int64)
-    rows = []
-    t_init = timing.step_start(0, n0) - 0.5e-3
-    for j, i in enumerate(neurons):
-        i_out = np.interp(ts, tab["scale"], tab[f"i(vo{i})"])
-        n_a[:, j] = np.rint(i_out / maps[i].i_alpha).astype(np.int64)
-        n_init = int(np.rint(np.interp(t_init, tab["scale"], tab[f"i(vo{i})"]) / maps[i].i_alpha))
-        m = in_range[:, i]
-        # per-step updates: one missed or spurious update offsets every later count, so also compare the steps
-        d_a = np.diff(n_a[:, j], prepend=n0_all[i])
-        d_g = np.diff(raw[:, i], prepend=n0_all[i])
-        prev_a = np.concatenate([[n0_all[i]], n_a[:-1, j]])
-        blocked = ((prev_a <= 0) & (d_g < 0)) | (
-            (prev_a >= st_all[i]) & (d_g > 0)
-        )  # analog ladder already full/empty
-        wrong = m & (d_a != d_g) & ~blocked
-        margin = margins(maps[i], c1[:, i], b1[:, i])
-        rows.append(
-            {
-                "neuron": i,
-                "thresholds": "fixed" if maps[i].fixed_threshold else "per-step",
-                "B": maps[i].b_max,
-                "k_pA_per_unit": maps[i].k / 1e-12,
-                "stages": int(st_all[i]),
-                "n0": int(n0_all[i]),
-                "init_count": n_init,
-                "init_count_ok": n_init == int(n0_all[i]),
-                "steps": steps,
-                "compared": int(m.sum()),
-                "wrong_update_steps": [int(k) for k in np.nonzero(wrong)[0]],
-                "wrong_update_margins_pA": [float(margin[k] / 1e-12) for k in np.nonzero(wrong)[0]],
-                "updates_golden": int(np.abs(upd[:, i]).sum()),
-                "count_agreement": float((n_a[m, j] == raw[m, i]).mean()) if m.any() else float("nan"),
-                "worst_level_error_rel_alpha": float(np.max(np.abs(i_out[m] / maps[i].i_alpha - raw[m, i])))
-                if m.any()
-                else float("nan"),
-                "update_agreement": float((d_a[m] == d_g[m]).mean()) if m.any() else float("nan"),
-                "wrong_updates": int(wrong.sum()),
-                "blocked_by_saturation": int((m & blocked & (d_a != d_g)).sum()),
-                "wrong_update_max_margin_pA": float(margin[wrong].max() / 1e-12)
-                if wrong.any()
-                else float("nan"),
-            }
-        )
-    power = powers_nw(tab, timing.pre(n0), stop)
-    return LadderTraceResult(
-        rows,
-        n_a,
-        raw[:, neurons],
-        in_range[:, neurons],
-        power,
-        tab,
-        drives,
-        timing,
-        n0,
-        stages,
-        res.wall_s,
-        n0_all[neurons],
-        st_all[neurons],
-        res.cpu_s,
-        res.stats,
-    )
+
+def _ladder_row(i, nm, counts, i_out, n_init: int, n0: int, stages: int, c, b) -> dict:
+    """One ladder's agreement figures: counts, per-step updates, mis-updates and their margins."""
+    n_a, raw, upd, m = counts
+    # per-step updates: one missed or spurious update offsets every later count, so also compare the steps
+    d_a = np.diff(n_a, prepend=n0)
+    d_g = np.diff(raw, prepend=n0)
+    prev_a = np.concatenate([[n0], n_a[:-1]])
+    blocked = ((prev_a <= 0) & (d_g < 0)) | ((prev_a >= stages) & (d_g > 0))  # ladder already full/empty
+    wrong = m & (d_a != d_g) & ~blocked
+    margin = margins(nm, c, b)
+    return {
+        "neuron": i,
+        "thresholds": "fixed" if nm.fixed_threshold else "per-step",
+        "B": nm.b_max,
+        "k_pA_per_unit": nm.k / 1e-12,
+        "stages": stages,
+        "n0": n0,
+        "init_count": n_init,
+        "init_count_ok": n_init == n0,
+        "steps": len(n_a),
+        "compared": int(m.sum()),
+        "wrong_update_steps": [int(k) for k in np.nonzero(wrong)[0]],
+        "wrong_update_margins_pA": [float(margin[k] / 1e-12) for k in np.nonzero(wrong)[0]],
+        "updates_golden": int(np.abs(upd).sum()),
+        "count_agreement": float((n_a[m] == raw[m]).mean()) if m.any() else float("nan"),
+        "worst_level_error_rel_alpha": float(np.max(np.abs(i_out[m] / nm.i_alpha - raw[m])))
+        if m.any()
+        else float("nan"),
+        "update_agreement": float((d_a[m] == d_g[m]).mean()) if m.any() else float("nan"),
+        "wrong_updates": int(wrong.sum()),
+        "blocked_by_saturation": int((m & blocked & (d_a != d_g)).sum()),
+        "wrong_update_max_margin_pA": float(margin[wrong].max() / 1e-12) if wrong.any() else float("nan"),
+    }
 
 
 def ladder_ranges(bundle: AnyBundle, xq: np.ndarray, spare: int = 1) -> list[tuple[int, int]]:

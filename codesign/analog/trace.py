@@ -79,9 +79,6 @@ def run_bundle_trace(
     integers (the measured synapse arrays, :mod:`codesign.analog.synapse_sim`); the golden
     comparison and the margins stay on the integers.
     """
-    from codesign.analog.netlist import neuron_subckt
-    from codesign.golden import run_golden
-
     ctx = ctx or Ctx()
     bundle = spine(bundle)
     if bundle.net.eps != 0:
@@ -91,6 +88,43 @@ def run_bundle_trace(
         raise CodesignError(f"a complementary-pair trace runs one sequence (reset once), not {xq.shape[0]}")
     maps = maps or map_bundle(bundle, xq)
     neurons = list(range(bundle.net.hidden_size)) if neurons is None else neurons
+    q_gold, g_gold = _golden_bits_checked(bundle, xq)
+    c, b = accumulators(bundle, xq)
+    c2, b2 = c.reshape(-1, c.shape[-1]), b.reshape(-1, b.shape[-1])
+    steps = c2.shape[0]
+    stop = timing.stop(steps)
+    spec, drives, xnodes = _layer_spec(
+        bundle, maps, neurons, drive_accs or (c2, b2), timing, pair, ctx.corner, mc_seed, reltol
+    )
+    res = ctx.simulate(
+        spec,
+        name,
+        tran_stop={"tran": stop},
+        timeout=max(ctx.timeout, 60 + 2.0 * steps * len(neurons) * (2 if pair else 1)),
+    )
+    tab = res["tran"]
+    ts = np.array([timing.sample_time(k) for k in range(steps)])
+    qg = q_gold.reshape(-1, q_gold.shape[-1])
+    gg = g_gold.reshape(-1, g_gold.shape[-1])
+    qa = np.zeros((steps, len(neurons)), dtype=np.int8)
+    sa = np.zeros((steps, len(neurons)), dtype=np.int8)
+    rows = []
+    for j, i in enumerate(neurons):
+        x_at = [np.interp(ts, tab["scale"], tab[v]) for v in xnodes[i]]
+        bits = [(x < VDD / 2).astype(np.int8) for x in x_at]
+        qa[:, j] = bits[0]
+        sa[:, j] = (bits[0] + bits[1] - 1) if pair else (2 * bits[0] - 1)
+        rows.append(_neuron_row(i, maps[i], sa[:, j], x_at, qg[:, i], gg[:, i], c2[:, i], b2[:, i], pair))
+    power = powers_nw(tab, timing.t_pre, stop)
+    return TraceResult(
+        rows, qa, qg[:, neurons], gg[:, neurons], power, tab, drives, timing, res.wall_s, sa, pair
+    )
+
+
+def _golden_bits_checked(bundle, xq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The golden sign bits and gates, checked against the golden model's states."""
+    from codesign.golden import run_golden
+
     gold = run_golden(bundle, xq)
     q_gold, g_gold = golden_bits(bundle, xq)
     alpha = bundle.weights["alpha"]
@@ -98,9 +132,16 @@ def run_bundle_trace(
     expect = np.where(q_gold == 1, alpha, -alpha)
     if not np.array_equal(gold.states[defined], expect[defined]) or np.any(gold.states[~defined] != 0):
         raise AssertionError("golden states disagree with the sign-bit reconstruction: a bug")
-    c, b = accumulators(bundle, xq)
-    c2, b2 = c.reshape(-1, c.shape[-1]), b.reshape(-1, b.shape[-1])
-    steps = c2.shape[0]
+    return q_gold, g_gold
+
+
+def _layer_spec(bundle, maps, neurons, accs, timing: Timing, pair: bool, corner, mc_seed, reltol):
+    """The layer's deck: one neuron subcircuit per neuron, its input and threshold drives, the read
+    nodes; returns the spec, the drives and every neuron's state nodes."""
+    from codesign.analog.netlist import neuron_subckt
+
+    dc, db = accs
+    steps = dc.shape[0]
     stop = timing.stop(steps)
     body = ["Xbias vddb vbb vcn bias_shared"]
     if pair:
@@ -108,12 +149,10 @@ def run_bundle_trace(
         body.append(f"Vrst rst 0 PWL(0 {VDD:g} {t_rel:.9g} {VDD:g} {t_rel + timing.t_ramp:.9g} 0)")
         body.append(f"Vrstb rstb 0 PWL(0 0 {t_rel:.9g} 0 {t_rel + timing.t_ramp:.9g} {VDD:g})")
     rst = " rst rstb" if pair else ""
-    subckts = []
-    drives = []
+    subckts, drives = [], []
     for i in neurons:
         nm = maps[i]
         subckts.append(neuron_subckt(nm, bundle_name=bundle.manifest.name, pair=pair))
-        dc, db = (c2, b2) if drive_accs is None else drive_accs
         dr = neuron_drive(nm, dc[:, i], db[:, i], timing)
         drives.append(dr)
         n = f"neuron_{i:03d}"
@@ -128,75 +167,56 @@ def run_bundle_trace(
     xnodes = {i: ([f"v(xn{i}.xc.xa)", f"v(xn{i}.xc.xb)"] if pair else [f"v(xn{i}.xc.x)"]) for i in neurons}
     vecs = [v for i in neurons for v in xnodes[i]] + [f"i(vo{i})" for i in neurons] + POWER_VECS
     spec = SimSpec(
-        f"bundle {bundle.manifest.name}: {steps} steps x {len(neurons)} neurons ({ctx.corner})",
+        f"bundle {bundle.manifest.name}: {steps} steps x {len(neurons)} neurons ({corner})",
         "\n".join(body) + "\n",
         (Analysis.tran(fmt(timing.t_step / 4), stop, "tran", vecs),),
-        corner=ctx.corner,
+        corner=corner,
         library="\n" + "\n".join(subckts),
         mc_seed=mc_seed,
         reltol=reltol,
     )
-    res = ctx.simulate(
-        spec,
-        name,
-        tran_stop={"tran": stop},
-        timeout=max(ctx.timeout, 60 + 2.0 * steps * len(neurons) * (2 if pair else 1)),
-    )
-    tab = res["tran"]
-    ts = np.array([timing.sample_time(k) for k in range(steps)])
-    qg = q_gold.reshape(-1, q_gold.shape[-1])
-    gg = g_gold.reshape(-1, g_gold.shape[-1])
-    sg_all = np.where(qg == 1, 1, np.where(qg == 0, -1, 0)).astype(np.int8)
-    qa = np.zeros((steps, len(neurons)), dtype=np.int8)
-    sa = np.zeros((steps, len(neurons)), dtype=np.int8)
-    rows = []
-    sgn = np.where(c2 >= 0, 1, -1).astype(np.int8)
-    for j, i in enumerate(neurons):
-        x_at = [np.interp(ts, tab["scale"], tab[v]) for v in xnodes[i]]
-        bits = [(x < VDD / 2).astype(np.int8) for x in x_at]
-        qa[:, j] = bits[0]
-        sa[:, j] = (bits[0] + bits[1] - 1) if pair else (2 * bits[0] - 1)
-        undecided = np.zeros(steps, bool)
-        for x in x_at:  # a transition still under way when read
-            undecided |= (x > 0.2 * VDD) & (x < 0.8 * VDD)
-        sg = sg_all[:, i]
-        m = np.ones(steps, bool) if pair else qg[:, i] >= 0
-        prev = np.concatenate([[0 if pair else -1], sa[:-1, j]])
-        gate_ok = np.where(gg[:, i] == 1, sa[:, j] == sgn[:, i], sa[:, j] == prev)
-        ev_g = np.concatenate([[False], sg[1:] != sg[:-1]])
-        ev_a = np.concatenate([[False], sa[1:, j] != sa[:-1, j]])
-        me = np.concatenate([[False], m[1:] & m[:-1]])
-        margin = margins(maps[i], c2[:, i], b2[:, i])
-        wrong = m & (sa[:, j] != sg)
-        # a root error starts a run of disagreement (a missed or spurious update); retains then carry it.
-        # Its cause is that step or the one before (a near-tie half switched, read, then relaxed back).
-        root = wrong & ~np.concatenate([[False], wrong[:-1]])
-        cause = np.minimum(margin, np.concatenate([[np.inf], margin[:-1]]))
-        rows.append(
-            {
-                "neuron": i,
-                "thresholds": "fixed" if maps[i].fixed_threshold else "per-step",
-                "B": maps[i].b_max,
-                "k_pA_per_unit": maps[i].k / 1e-12,
-                "steps": steps,
-                "compared": int(m.sum()),
-                "state_agreement": float((sa[m, j] == sg[m]).mean()) if m.any() else float("nan"),
-                "gate_consistency": float(gate_ok[1:][m[1:]].mean()) if m[1:].any() else float("nan"),
-                "events_golden": int(ev_g[me].sum()),
-                "events_analog": int(ev_a[me].sum()),
-                "event_agreement": float((ev_g[me] == ev_a[me]).mean()) if me.any() else float("nan"),
-                "root_errors": int(root.sum()),
-                "root_error_max_margin_pA": float(cause[root].max() / 1e-12) if root.any() else float("nan"),
-                "root_error_steps": [int(k) for k in np.nonzero(root)[0]],
-                "steps_margin_below_5pA": int((m & (margin < 5e-12)).sum()),
-                "ties": int((np.abs(c2[:, i]) == np.abs(b2[:, i])).sum()),
-                "undecided_reads": int(undecided.sum()),
-            }
-        )
-    power = powers_nw(tab, timing.t_pre, stop)
-    return TraceResult(
-        rows, qa, qg[:, neurons], gg[:, neurons], power, tab, drives, timing, res.wall_s, sa, pair
-    )
+    return spec, drives, xnodes
+
+
+def _neuron_row(i, nm: NeuronMap, sa, x_at, qg, gg, c, b, pair: bool) -> dict:
+    """One neuron's agreement figures: states, gates, events, root errors and their margins."""
+    steps = len(sa)
+    undecided = np.zeros(steps, bool)
+    for x in x_at:  # a transition still under way when read
+        undecided |= (x > 0.2 * VDD) & (x < 0.8 * VDD)
+    sg = np.where(qg == 1, 1, np.where(qg == 0, -1, 0)).astype(np.int8)
+    sgn = np.where(c >= 0, 1, -1).astype(np.int8)
+    m = np.ones(steps, bool) if pair else qg >= 0
+    prev = np.concatenate([[0 if pair else -1], sa[:-1]])
+    gate_ok = np.where(gg == 1, sa == sgn, sa == prev)
+    ev_g = np.concatenate([[False], sg[1:] != sg[:-1]])
+    ev_a = np.concatenate([[False], sa[1:] != sa[:-1]])
+    me = np.concatenate([[False], m[1:] & m[:-1]])
+    margin = margins(nm, c, b)
+    wrong = m & (sa != sg)
+    # a root error starts a run of disagreement (a missed or spurious update); retains then carry it.
+    # Its cause is that step or the one before (a near-tie half switched, read, then relaxed back).
+    root = wrong & ~np.concatenate([[False], wrong[:-1]])
+    cause = np.minimum(margin, np.concatenate([[np.inf], margin[:-1]]))
+    return {
+        "neuron": i,
+        "thresholds": "fixed" if nm.fixed_threshold else "per-step",
+        "B": nm.b_max,
+        "k_pA_per_unit": nm.k / 1e-12,
+        "steps": steps,
+        "compared": int(m.sum()),
+        "state_agreement": float((sa[m] == sg[m]).mean()) if m.any() else float("nan"),
+        "gate_consistency": float(gate_ok[1:][m[1:]].mean()) if m[1:].any() else float("nan"),
+        "events_golden": int(ev_g[me].sum()),
+        "events_analog": int(ev_a[me].sum()),
+        "event_agreement": float((ev_g[me] == ev_a[me]).mean()) if me.any() else float("nan"),
+        "root_errors": int(root.sum()),
+        "root_error_max_margin_pA": float(cause[root].max() / 1e-12) if root.any() else float("nan"),
+        "root_error_steps": [int(k) for k in np.nonzero(root)[0]],
+        "steps_margin_below_5pA": int((m & (margin < 5e-12)).sum()),
+        "ties": int((np.abs(c) == np.abs(b)).sum()),
+        "undecided_reads": int(undecided.sum()),
+    }
 
 
 def margins(nm: NeuronMap, c: np.ndarray, b: np.ndarray) -> np.ndarray:
