@@ -12,6 +12,8 @@ from codesign.analog.mapping import NA
 from codesign.analog.measure_cells import (
     PAPER,
     CellBias,
+    DpiResponse,
+    Hysteresis,
     dpi_corners,
     measure_dpi,
     measure_hysteresis,
@@ -33,7 +35,7 @@ def _quick(options: CheckOptions) -> dict:
 
 
 # ------------------------------------------------------------------------------------------ hysteresis
-def run_hysteresis(options: CheckOptions, ctx: Ctx, _deps: dict, _say: Say) -> tuple[dict, list[dict]]:
+def run_hysteresis(options: CheckOptions, ctx: Ctx, _deps: dict, _say: Say) -> tuple[Hysteresis, list[dict]]:
     hy = measure_hysteresis(PAPER, ctx, step=2e-12 if options.quick else 1e-12)
     prog = []
     for k, st in enumerate(SETTINGS[:1] if options.quick else SETTINGS):
@@ -43,27 +45,29 @@ def run_hysteresis(options: CheckOptions, ctx: Ctx, _deps: dict, _say: Say) -> t
                 "I_DOWN_nA": st.i_down / NA,
                 "I_UP_nA": st.i_up / NA,
                 "I_ALPHA_nA": st.i_alpha / NA,
-                "th_down_nA": h["th_down"] / NA,
-                "th_up_nA": h["th_up"] / NA,
-                "out_nA": h["out_high"] / NA,
-                "err_down": h["err_down"],
-                "err_up": h["err_up"],
-                "err_alpha": h["err_alpha"],
+                "th_down_nA": h.th_down / NA,
+                "th_up_nA": h.th_up / NA,
+                "out_nA": h.out_high / NA,
+                "err_down": h.err_down,
+                "err_up": h.err_up,
+                "err_alpha": h.err_alpha,
             }
         )
     return hy, prog
 
 
-def summarize_hysteresis(measured: tuple[dict, list[dict]], _options: CheckOptions, out: Path) -> Figures:
+def summarize_hysteresis(
+    measured: tuple[Hysteresis, list[dict]], _options: CheckOptions, out: Path
+) -> Figures:
     hy, prog = measured
     ok = all(max(abs(p["err_down"]), abs(p["err_up"]), abs(p["err_alpha"])) <= 0.05 for p in prog)
     rep.write_hysteresis(out, hy, prog)
-    metrics = {k: v for k, v in hy.items() if k != "curves"} | {"settings": prog}
+    metrics = hy.figures() | {"settings": prog}
     return Figures(
         ok,
         metrics,
-        f"up {hy['th_up'] / NA:.4f} nA ({hy['err_up']:+.1%}), down {hy['th_down'] / NA:.4f} nA "
-        f"({hy['err_down']:+.1%}), out {hy['out_high'] / NA:.4f} nA ({hy['err_alpha']:+.1%}); "
+        f"up {hy.th_up / NA:.4f} nA ({hy.err_up:+.1%}), down {hy.th_down / NA:.4f} nA "
+        f"({hy.err_down:+.1%}), out {hy.out_high / NA:.4f} nA ({hy.err_alpha:+.1%}); "
         f"{len(prog)} bias setting(s), all within 5%: {ok}",
     )
 
@@ -91,19 +95,19 @@ def summarize_retention(rt: dict, options: CheckOptions, out: Path) -> Figures:
 
 
 # ------------------------------------------------------------------------------------------ DPI
-def run_dpi(options: CheckOptions, ctx: Ctx, _deps: dict, _say: Say) -> dict:
+def run_dpi(options: CheckOptions, ctx: Ctx, _deps: dict, _say: Say) -> DpiResponse:
     return measure_dpi(DpiParams(), ctx, quick=options.quick)
 
 
-def summarize_dpi(dp: dict, _options: CheckOptions, out: Path) -> Figures:
-    tgt = dp["tau_target_s"]
-    ok = abs(dp["tau_rise_s"] / tgt - 1) <= 0.10 and abs(dp["tau_fall_s"] / tgt - 1) <= 0.10
+def summarize_dpi(dp: DpiResponse, _options: CheckOptions, out: Path) -> Figures:
+    tgt = dp.tau_target_s
+    ok = abs(dp.tau_rise_s / tgt - 1) <= 0.10 and abs(dp.tau_fall_s / tgt - 1) <= 0.10
     rep.write_dpi(out, dp)
     return Figures(
         ok,
-        {k: v for k, v in dp.items() if k != "wave"},
-        f"tau rise {dp['tau_rise_s'] * 1e3:.2f} ms, decay {dp['tau_fall_s'] * 1e3:.2f} ms (target "
-        f"{tgt * 1e3:.0f} ms), gain {dp['gain']:.3f}",
+        dp.figures(),
+        f"tau rise {dp.tau_rise_s * 1e3:.2f} ms, decay {dp.tau_fall_s * 1e3:.2f} ms (target "
+        f"{tgt * 1e3:.0f} ms), gain {dp.gain:.3f}",
     )
 
 

@@ -75,7 +75,7 @@ def _robustness_row(
         h = measure_hysteresis(PAPER, ctx, mc_seed=seed, step=1e-12, name=f"hyst_{corner}_{seed}")
     except SimulationError as err:
         return row | {"error": str(err)}
-    up, dn, out = h["th_up"], h["th_down"], h["out_high"]
+    up, dn, out = h.th_up, h.th_down, h.out_high
     row |= {
         "th_up_nA": up / NA,
         "th_down_nA": dn / NA,
@@ -95,9 +95,9 @@ def _robustness_row(
             try:
                 d = measure_dpi(DpiParams(), ctx, quick=True, name=f"dpi_{corner}")
                 row |= {
-                    "dpi_tau_rise_ms": d["tau_rise_s"] * 1e3,
-                    "dpi_tau_fall_ms": d["tau_fall_s"] * 1e3,
-                    "dpi_gain": d["gain"],
+                    "dpi_tau_rise_ms": d.tau_rise_s * 1e3,
+                    "dpi_tau_fall_ms": d.tau_fall_s * 1e3,
+                    "dpi_gain": d.gain,
                 }
             except SimulationError as err:
                 row |= {"error": str(err)}

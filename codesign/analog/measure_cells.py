@@ -60,6 +60,49 @@ def _cell_body(bias: CellBias, input_spec: str) -> str:
 X_NODE = "v(xc.x)"
 
 
+@dataclass(frozen=True)
+class Hysteresis:
+    """A BMRU cell's DC sweeps up and down: its thresholds (A, where the state node crosses VDD/2),
+    its output high / low at the window centre, their errors against the bias, the curves."""
+
+    th_up: float
+    th_down: float
+    out_high: float
+    out_low: float
+    err_up: float
+    err_down: float
+    err_alpha: float
+    curves: dict
+    wall_s: float
+
+    def figures(self) -> dict:
+        """The numbers, without the curves (``results.json``)."""
+        return {k: v for k, v in vars(self).items() if k != "curves"}
+
+
+@dataclass(frozen=True)
+class DpiResponse:
+    """A DPI's step response: tau of the rise (63 %) and of the decay (exponential fit), the target,
+    the settled output and gain, the second copy's mismatch, supply powers on / off, the wave."""
+
+    tau_rise_s: float
+    tau_fall_s: float
+    tau_target_s: float
+    i_out_inf: float
+    gain: float
+    copy_mismatch: float
+    power_on: dict
+    power_off: dict
+    wave: dict
+    t_on: float
+    t_off: float
+    wall_s: float
+
+    def figures(self) -> dict:
+        """The numbers, without the wave (``results.json``)."""
+        return {k: v for k, v in vars(self).items() if k != "wave"}
+
+
 # ------------------------------------------------------------------------------------------ hysteresis
 def measure_hysteresis(
     bias: CellBias = PAPER,
@@ -68,7 +111,7 @@ def measure_hysteresis(
     mc_seed: int | None = None,
     step: float = 0.5e-12,
     name: str = "hysteresis",
-) -> dict:
+) -> Hysteresis:
     """DC sweeps of the input up then down; thresholds where the state node crosses VDD/2."""
     ctx = ctx or Ctx()
     lo, top = 0.5 * bias.i_down, 1.4 * bias.i_up
@@ -87,17 +130,17 @@ def measure_hysteresis(
     mid = bias.centre
     out_high = float(np.interp(mid, dn["scale"][::-1], dn["i(vm)"][::-1]))
     out_low = float(np.interp(mid, up["scale"], up["i(vm)"]))
-    return {
-        "th_up": th_up,
-        "th_down": th_dn,
-        "out_high": out_high,
-        "out_low": out_low,
-        "err_up": th_up / bias.i_up - 1,
-        "err_down": th_dn / bias.i_down - 1,
-        "err_alpha": out_high / bias.i_alpha - 1 if bias.i_alpha else float("nan"),
-        "curves": {"up": up, "dn": dn},
-        "wall_s": res.wall_s,
-    }
+    return Hysteresis(
+        th_up=th_up,
+        th_down=th_dn,
+        out_high=out_high,
+        out_low=out_low,
+        err_up=th_up / bias.i_up - 1,
+        err_down=th_dn / bias.i_down - 1,
+        err_alpha=out_high / bias.i_alpha - 1 if bias.i_alpha else float("nan"),
+        curves={"up": up, "dn": dn},
+        wall_s=res.wall_s,
+    )
 
 
 # ------------------------------------------------------------------------------------------ retention
@@ -189,7 +232,7 @@ def measure_dpi(
     i_in: float = 0.5 * NA,
     quick: bool = False,
     name: str = "dpi",
-) -> dict:
+) -> DpiResponse:
     """Step response: tau from the rise (63 %) and from an exponential fit of the decay; gain."""
     ctx = ctx or Ctx()
     tau = params.tau_target
@@ -217,20 +260,20 @@ def measure_dpi(
     t_rise = crossing(t[m], io[m], i0 + (1 - np.exp(-1)) * (i_inf - i0)) - t_on
     m = (t > t_off) & (io < 0.8 * i_inf) & (io > 0.2 * i_inf)
     tau_fall = float(-1 / np.polyfit(t[m], np.log(io[m]), 1)[0]) if m.sum() > 3 else float("nan")
-    return {
-        "tau_rise_s": t_rise,
-        "tau_fall_s": tau_fall,
-        "tau_target_s": tau,
-        "i_out_inf": i_inf,
-        "gain": i_inf / i_in,
-        "copy_mismatch": time_avg(t, tab["i(vo2)"], t_off - 2e-3, t_off) / i_inf - 1,
-        "power_on": powers_nw(tab, t_off - 2e-3, t_off),
-        "power_off": powers_nw(tab, stop - 2e-3, stop),
-        "wave": tab,
-        "t_on": t_on,
-        "t_off": t_off,
-        "wall_s": res.wall_s,
-    }
+    return DpiResponse(
+        tau_rise_s=t_rise,
+        tau_fall_s=tau_fall,
+        tau_target_s=tau,
+        i_out_inf=i_inf,
+        gain=i_inf / i_in,
+        copy_mismatch=time_avg(t, tab["i(vo2)"], t_off - 2e-3, t_off) / i_inf - 1,
+        power_on=powers_nw(tab, t_off - 2e-3, t_off),
+        power_off=powers_nw(tab, stop - 2e-3, stop),
+        wave=tab,
+        t_on=t_on,
+        t_off=t_off,
+        wall_s=res.wall_s,
+    )
 
 
 def calibrate_dpi(
@@ -246,23 +289,21 @@ def calibrate_dpi(
     log = []
     for _ in range(iterations):
         r = measure_dpi(p, ctx, i_in=i_in, quick=True, name="dpi_cal")
-        tau_eff = float(np.sqrt(r["tau_rise_s"] * r["tau_fall_s"]))
+        tau_eff = float(np.sqrt(r.tau_rise_s * r.tau_fall_s))
         log.append(
             {
                 "i_tau_pA": p.i_tau / 1e-12,
                 "i_th_pA": p.i_th / 1e-12,
-                "tau_rise_ms": r["tau_rise_s"] * 1e3,
-                "tau_fall_ms": r["tau_fall_s"] * 1e3,
-                "gain": r["gain"],
+                "tau_rise_ms": r.tau_rise_s * 1e3,
+                "tau_fall_ms": r.tau_fall_s * 1e3,
+                "gain": r.gain,
             }
         )
         p = DpiParams(
             c=p.c,
             i_tau=p.i_tau * tau_eff / target_tau,
             # kind n: the gain is I_TH / I_TAU (linear), so I_TH follows I_TAU and then the gain error
-            i_th=p.i_th * tau_eff / target_tau / r["gain"]
-            if p.kind == "n"
-            else p.i_th * (1 / r["gain"]) ** 1.2,
+            i_th=p.i_th * tau_eff / target_tau / r.gain if p.kind == "n" else p.i_th * (1 / r.gain) ** 1.2,
             tau_target=target_tau,
             kind=p.kind,
         )
@@ -286,16 +327,16 @@ def dpi_corners(ctx: Ctx, *, quick: bool = True, corners: tuple[str, ...] = CORN
             d = measure_dpi(params, c, quick=quick, name=f"dpi_{kind}_{corner}")
             ctx.sim_wall_s += c.sim_wall_s
             ctx.decks += c.decks
-            tgt = d["tau_target_s"]
+            tgt = d.tau_target_s
             rows.append(
                 {
                     "corner": corner,
                     "dpi": kind,
-                    "tau_rise_ms": d["tau_rise_s"] * 1e3,
-                    "tau_fall_ms": d["tau_fall_s"] * 1e3,
-                    "tau_error_max": max(abs(d["tau_rise_s"] / tgt - 1), abs(d["tau_fall_s"] / tgt - 1)),
-                    "gain": d["gain"],
-                    "core_nW_on": d["power_on"]["core_nW"],
+                    "tau_rise_ms": d.tau_rise_s * 1e3,
+                    "tau_fall_ms": d.tau_fall_s * 1e3,
+                    "tau_error_max": max(abs(d.tau_rise_s / tgt - 1), abs(d.tau_fall_s / tgt - 1)),
+                    "gain": d.gain,
+                    "core_nW_on": d.power_on["core_nW"],
                 }
             )
     return rows

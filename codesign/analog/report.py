@@ -63,7 +63,7 @@ def _waves_csv(path: Path, tab: dict[str, np.ndarray], every: int = 1) -> None:
 
 
 def write_hysteresis(out: Path, hy: dict, prog: list[dict]) -> None:
-    up, dn = hy["curves"]["up"], hy["curves"]["dn"]
+    up, dn = hy.curves["up"], hy.curves["dn"]
     rows = [
         {"sweep": "up", "I_in_nA": float(i) / NA, "x_V": float(x), "I_out_nA": float(o) / NA}
         for i, x, o in zip(up["scale"], up["v(xc.x)"], up["i(vm)"], strict=True)
@@ -78,7 +78,7 @@ def write_hysteresis(out: Path, hy: dict, prog: list[dict]) -> None:
     fig, ax = plt.subplots(1, 2, figsize=(10, 4))
     ax[0].plot(up["scale"] / NA, up["i(vm)"] / NA, label="sweep up")
     ax[0].plot(dn["scale"] / NA, dn["i(vm)"] / NA, "--", label="sweep down")
-    for v, lab in ((hy["th_up"], "up"), (hy["th_down"], "down")):
+    for v, lab in ((hy.th_up, "up"), (hy.th_down, "down")):
         ax[0].axvline(v / NA, color="grey", lw=0.6)
         ax[0].annotate(f"{lab} {v / NA:.3f}", (v / NA, 0.25), rotation=90, fontsize=8)
     ax[0].set_xlabel("input current (nA)")
@@ -118,20 +118,20 @@ def write_retention(out: Path, rt: dict) -> None:
 
 
 def write_dpi(out: Path, dp: dict) -> None:
-    tab = dp["wave"]
+    tab = dp.wave
     _waves_csv(out / "dpi_wave.csv", tab)
     write_csv(
         out / "dpi.csv",
         [
             {
-                "tau_rise_ms": dp["tau_rise_s"] * 1e3,
-                "tau_fall_ms": dp["tau_fall_s"] * 1e3,
-                "tau_target_ms": dp["tau_target_s"] * 1e3,
-                "gain": dp["gain"],
-                "i_out_inf_nA": dp["i_out_inf"] / NA,
-                "copy_mismatch": dp["copy_mismatch"],
-                **{f"on_{k}": v for k, v in dp["power_on"].items()},
-                **{f"off_{k}": v for k, v in dp["power_off"].items()},
+                "tau_rise_ms": dp.tau_rise_s * 1e3,
+                "tau_fall_ms": dp.tau_fall_s * 1e3,
+                "tau_target_ms": dp.tau_target_s * 1e3,
+                "gain": dp.gain,
+                "i_out_inf_nA": dp.i_out_inf / NA,
+                "copy_mismatch": dp.copy_mismatch,
+                **{f"on_{k}": v for k, v in dp.power_on.items()},
+                **{f"off_{k}": v for k, v in dp.power_off.items()},
             }
         ],
     )
@@ -140,17 +140,17 @@ def write_dpi(out: Path, dp: dict) -> None:
     fig, ax = plt.subplots(figsize=(8, 4))
     ax.plot(t, -tab["i(vsrc)"] / NA, label="input")
     ax.plot(t, tab["i(vo1)"] / NA, label="output")
-    i_inf = dp["i_out_inf"]
-    tau_r = dp["t_on"] + dp["tau_rise_s"]
+    i_inf = dp.i_out_inf
+    tau_r = dp.t_on + dp.tau_rise_s
     ax.plot(
         t,
         np.where(
-            tab["scale"] > dp["t_on"],
-            i_inf * (1 - np.exp(-(tab["scale"] - dp["t_on"]) / dp["tau_target_s"])),
+            tab["scale"] > dp.t_on,
+            i_inf * (1 - np.exp(-(tab["scale"] - dp.t_on) / dp.tau_target_s)),
             0,
         )
         / NA
-        * (tab["scale"] < dp["t_off"]),
+        * (tab["scale"] < dp.t_off),
         ":",
         color="grey",
         label="ideal, tau = 10 ms",
@@ -159,8 +159,7 @@ def write_dpi(out: Path, dp: dict) -> None:
     ax.set_xlabel("time (ms)")
     ax.set_ylabel("current (nA)")
     ax.set_title(
-        f"DPI: tau rise {dp['tau_rise_s'] * 1e3:.2f} ms, decay {dp['tau_fall_s'] * 1e3:.2f} ms, "
-        f"gain {dp['gain']:.3f}"
+        f"DPI: tau rise {dp.tau_rise_s * 1e3:.2f} ms, decay {dp.tau_fall_s * 1e3:.2f} ms, gain {dp.gain:.3f}"
     )
     ax.legend()
     fig.tight_layout()
