@@ -1,5 +1,5 @@
 """Runs: a :class:`~codesign.analog.spec.SimSpec` (or a deck's text) through ngspice, and the small
-helpers every measurement reads its vectors with (crossings, time averages, supply powers).
+functions every measurement reads its vectors with (crossings, time averages, supply powers).
 
 :class:`Ctx` holds how decks run (corner, timeout, where decks and logs are kept) and counts the
 runs and their simulator time, so a check can report what it cost.
