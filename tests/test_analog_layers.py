@@ -11,10 +11,10 @@ import codesign.analog
 
 LAYERS = [
     {"pdk", "ngspice", "model_prune", "layer"},
-    {"cells", "synapse", "mapping", "drive", "ladder_deck", "netlist"},
+    {"cells", "mapping", "drive", "ladder_deck", "netlist"},
     {"spec"},
     {"sim"},
-    {"measure_cells", "measure_ladder", "trace", "ladder_trace"},
+    {"measure_cells", "measure_ladder", "trace", "ladder_trace", "synapse"},
     {"check_inputs", "report"},
     {"check_registry", "check_cells", "check_ladder", "check_layer", "check_power", "check_robustness"},
     {"check_list", "checks"},

@@ -54,6 +54,8 @@ class SimSpec:
     ``library``: subcircuits beyond the shared cell library (ladders, a bundle's neurons);
     ``options``: extra ``.option`` settings (:mod:`~codesign.analog.ladder_deck`); ``stats``: end
     the run with ngspice's counters (:attr:`~codesign.analog.ngspice.SimResult.stats`).
+    ``shared_cells``: include the cell library and the three supplies (the synapse arrays'
+    decks bring their own); ``end``: close the deck with ``.end``.
     """
 
     title: str
@@ -65,6 +67,8 @@ class SimSpec:
     reltol: float | None = None
     options: dict[str, str] | None = field(default=None, hash=False)
     stats: bool = False
+    shared_cells: bool = True
+    end: bool = False
 
     @property
     def outputs(self) -> list[str]:
@@ -77,10 +81,14 @@ class SimSpec:
         header = cells.deck_header(
             self.title, corner=self.corner, mc_seed=self.mc_seed, reltol=self.reltol, options=self.options
         )
-        body = header + cells.cell_library() + self.library + cells.supplies() + self.circuit
-        return body + control_block(
+        if self.shared_cells:
+            body = header + cells.cell_library() + self.library + cells.supplies() + self.circuit
+        else:
+            body = header + self.library + self.circuit
+        control = control_block(
             [(a.command, a.name, list(a.vectors)) for a in self.analyses], stats=self.stats
         )
+        return body + control + (".end\n" if self.end else "")
 
     def key(self) -> str:
         """SHA-256 of the spec: equal specs simulate the same deck."""

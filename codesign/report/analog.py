@@ -125,18 +125,16 @@ def _hash(parts: dict, arrays: list[np.ndarray]) -> str:
 
 def _shared_bias_nw(ctx, name: str = "shared_bias") -> dict[str, float]:
     """Power of one ``bias_shared`` block (the BMRU layer's y-stage and cascode biases), DC."""
-    from codesign.analog import cells
     from codesign.analog.cells import VDD
-    from codesign.analog.ngspice import control_block
+    from codesign.analog.spec import Analysis, SimSpec
 
-    deck = (
-        cells.deck_header("shared bias block of a BMRU layer", corner=ctx.corner)
-        + cells.cell_library()
-        + cells.supplies()
-        + "Xbias vddb vbb vcn bias_shared\n"
-        + control_block([("op", "op", ["i(vdd)", "i(vddb)"])])
+    spec = SimSpec(
+        "shared bias block of a BMRU layer",
+        "Xbias vddb vbb vcn bias_shared\n",
+        (Analysis("op", "op", ("i(vdd)", "i(vddb)")),),
+        corner=ctx.corner,
     )
-    tab = ctx.run(deck, name, ["op"])["op"]
+    tab = ctx.simulate(spec, name)["op"]
     return {
         "core_nW": -VDD * float(tab["i(vdd)"][0]) / 1e-9,
         "bias_nW": -VDD * float(tab["i(vddb)"][0]) / 1e-9,
