@@ -57,10 +57,10 @@ def test_execute_caches_a_result_and_reruns_when_its_spec_changes(tmp_path):
     out.mkdir()
     opts = CheckOptions(stages=3)
     key = check_registry.check_key(toy, opts, {})
-    first = execute(toy, opts, str(out), {}, key=key, cache=str(cache))
+    first = execute(toy, opts, str(out), {}, cache_key=key, cache=str(cache))
     assert calls == [3] and not first.cached and (out / "toy.csv").read_text() == "stages\n3\n"
     (out / "toy.csv").unlink()
-    again = execute(toy, opts, str(out), {}, key=key, cache=str(cache))
+    again = execute(toy, opts, str(out), {}, cache_key=key, cache=str(cache))
     assert calls == [3] and again.cached  # no second run
     assert again.figures.detail == first.figures.detail and again.figures.metrics["stages"] == 3
     assert again.figures.metrics["nan"] != again.figures.metrics["nan"]  # NaN survives the cache
@@ -68,7 +68,7 @@ def test_execute_caches_a_result_and_reruns_when_its_spec_changes(tmp_path):
     other = CheckOptions(stages=5)
     key5 = check_registry.check_key(toy, other, {})
     assert key5 != key
-    execute(toy, other, str(out), {}, key=key5, cache=str(cache))
+    execute(toy, other, str(out), {}, cache_key=key5, cache=str(cache))
     assert calls == [3, 5]
     assert check_registry.check_key(toy, opts, {"dpi": "a"}) != key  # what it reads is in its key
 
@@ -80,7 +80,8 @@ def test_a_failed_check_is_not_cached(tmp_path):
     key = check_registry.check_key(toy, opts, {})
     for _ in range(2):
         assert (
-            execute(toy, opts, str(tmp_path), {}, key=key, cache=str(tmp_path / "c")).figures.passed is False
+            execute(toy, opts, str(tmp_path), {}, cache_key=key, cache=str(tmp_path / "c")).figures.passed
+            is False
         )
     assert len(calls) == 2
 
@@ -90,10 +91,10 @@ def test_a_damaged_cache_entry_runs_again(tmp_path):
     toy = _toy(calls)
     opts = CheckOptions()
     key = check_registry.check_key(toy, opts, {})
-    execute(toy, opts, str(tmp_path), {}, key=key, cache=str(tmp_path / "c"))
+    execute(toy, opts, str(tmp_path), {}, cache_key=key, cache=str(tmp_path / "c"))
     (entry,) = (tmp_path / "c").glob("toy-*.json")
     entry.write_text("{not json")
-    assert not execute(toy, opts, str(tmp_path), {}, key=key, cache=str(tmp_path / "c")).cached
+    assert not execute(toy, opts, str(tmp_path), {}, cache_key=key, cache=str(tmp_path / "c")).cached
     assert len(calls) == 2 and json.loads(entry.read_text())["key"] == key
 
 
@@ -125,3 +126,18 @@ def test_one_check_reruns_alone_and_a_finished_one_is_cached(tmp_path, monkeypat
     )
     assert all(r.cached for r in third.results) and third.decks == 0
     assert "cached" in third.lines()[0]
+
+
+@pytest.mark.sim
+@needs_ngspice
+def test_checks_on_dask_give_the_figures_of_an_in_process_run(tmp_path):
+    here = checks.analog_check(tmp_path / "here", quick=True, only=("dpi",), keep_decks=False)
+    dask = checks.analog_check(tmp_path / "dask", quick=True, only=("dpi",), keep_decks=False, workers=1)
+
+    def figures(report):
+        return {k: v for k, v in report.get("dpi").metrics.items() if k != "wall_s"}
+
+    assert figures(dask) == figures(here) and dask.decks == 1
+    assert (tmp_path / "dask" / "dpi.png").is_file()
+    with pytest.raises(CodesignError, match="--workers"):
+        checks.analog_check(tmp_path / "x", quick=True, only=("dpi",), workers=-1)

@@ -171,23 +171,26 @@ def execute(
     out: str,
     deps: dict[str, Any],
     *,
-    key: str = "",
+    cache_key: str = "",
     cache: str | None = None,
     say: Say | None = None,
 ) -> Outcome:
     """Run ``check`` (or take it from ``cache`` where ``key`` matches) and write its files into ``out``.
 
-    ``deps``: the ``results.json`` entries of the checks it reads. Plain arguments, so a Dask
+    ``deps``: the ``results.json`` entries of the checks it reads; ``cache_key``: its
+    :func:`check_key`. Plain arguments, so a Dask
     worker runs it as well as this process."""
     out_dir = Path(out)
     t0 = time.monotonic()
-    entry = Path(cache) / f"{check.name}-{key[:16]}" if cache is not None else None
+    entry = Path(cache) / f"{check.name}-{cache_key[:16]}" if cache is not None else None
     if entry is not None:
-        record = _cached(entry.with_suffix(".json"), key)
+        record = _cached(entry.with_suffix(".json"), cache_key)
         if record is not None:
             files = _copy_files(entry, out_dir)
             figures = Figures(**record["figures"])
-            return Outcome(check.name, figures, time.monotonic() - t0, cached=True, key=key, files=files)
+            return Outcome(
+                check.name, figures, time.monotonic() - t0, cached=True, key=cache_key, files=files
+            )
     ctx = Ctx(timeout=options.timeout, keep_dir=Path(options.decks) if options.decks else None)
     measurement = check.run(options, ctx, deps, say or (lambda _msg: None))
     staging = entry if entry is not None else out_dir
@@ -199,10 +202,10 @@ def execute(
     figures.results = plain(figures.results) if figures.results is not None else None
     files = _copy_files(staging, out_dir) if entry is not None else []
     outcome = Outcome(
-        check.name, figures, time.monotonic() - t0, ctx.sim_wall_s, ctx.decks, key=key, files=files
+        check.name, figures, time.monotonic() - t0, ctx.sim_wall_s, ctx.decks, key=cache_key, files=files
     )
     if entry is not None and figures.passed is not False and not _has_error(figures.metrics):
-        record = {"key": key, "figures": asdict(figures)}
+        record = {"key": cache_key, "figures": asdict(figures)}
         write_text(entry.with_suffix(".json"), json.dumps(record, indent=1) + "\n")
     return outcome
 

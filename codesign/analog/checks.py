@@ -297,7 +297,7 @@ def _run_here(selected, options, out_dir, cache, record, *, say, **_dask) -> dic
         deps, dep_keys = _deps(name, outcomes)
         key = check_key(check, options, dep_keys) if cache is not None else ""
         outcome = execute(
-            check, options, str(out_dir), deps, key=key, cache=str(cache) if cache else None, say=say
+            check, options, str(out_dir), deps, cache_key=key, cache=str(cache) if cache else None, say=say
         )
         outcomes[name] = outcome
         record(outcome)
@@ -324,7 +324,7 @@ def _run_on_dask(
                 key = check_key(check, options, dep_keys) if cache is not None else ""
                 cache_arg = str(cache) if cache else None
                 future = client.submit(
-                    execute, check, options, str(out_dir), deps, key=key, cache=cache_arg, pure=False
+                    execute, check, options, str(out_dir), deps, cache_key=key, cache=cache_arg, pure=False
                 )
                 futures[future] = name
             for future in as_completed(list(futures)):
