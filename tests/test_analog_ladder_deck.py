@@ -43,7 +43,7 @@ def _deck_text(tmp_path, monkeypatch, deck: str) -> str:
         seen["deck"] = text
         raise _Captured
 
-    monkeypatch.setattr(checks, "run_deck", capture)
+    monkeypatch.setattr("codesign.analog.sim.run_deck", capture)
     view = layer_view(load_bundle(_cmru_bundle(tmp_path)))
     xq, _ = test_set(view)
     with pytest.raises(_Captured):
