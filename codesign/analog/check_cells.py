@@ -131,7 +131,19 @@ def summarize_dpi_corners(rows: list[dict], _options: CheckOptions, out: Path) -
     )
 
 
-HYSTERESIS = Check("hysteresis", _quick, run_hysteresis, summarize_hysteresis)
-RETENTION = Check("retention", _quick, run_retention, summarize_retention)
-DPI = Check("dpi", _quick, run_dpi, summarize_dpi)
+HYSTERESIS = Check(
+    "hysteresis",
+    _quick,
+    run_hysteresis,
+    summarize_hysteresis,
+    target="thresholds within 5% of 0.35 / 0.15 nA, output within 5% of alpha = 0.5 nA",
+)
+RETENTION = Check(
+    "retention",
+    _quick,
+    run_retention,
+    summarize_retention,
+    target="each state held >= 100 ms at the retain level, output drift < 1% of alpha",
+)
+DPI = Check("dpi", _quick, run_dpi, summarize_dpi, target="tau (rise 63% and decay fit) within 10% of 10 ms")
 DPI_CORNERS = Check("dpi_corners", _quick, run_dpi_corners, summarize_dpi_corners)

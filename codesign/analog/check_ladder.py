@@ -102,7 +102,17 @@ def summarize_ladder_agreement(measured, _options: CheckOptions, out: Path) -> F
     return Figures(None, metrics, detail)
 
 
-CMRU_LADDER = Check("cmru_ladder", spec_ladder, run_ladder, summarize_ladder)
+CMRU_LADDER = Check(
+    "cmru_ladder",
+    spec_ladder,
+    run_ladder,
+    summarize_ladder,
+    target="each set / reset event moves the output by one alpha (level within 5% of n alpha), holds",
+)
 LADDER_AGREEMENT = Check(
-    "ladder_agreement", spec_ladder_agreement, run_ladder_agreement, summarize_ladder_agreement
+    "ladder_agreement",
+    spec_ladder_agreement,
+    run_ladder_agreement,
+    summarize_ladder_agreement,
+    target="stage count of native CMRU neurons vs the golden state (eps 1, reported)",
 )

@@ -64,4 +64,10 @@ def summarize_agreement(measured, _options: CheckOptions, out: Path) -> Figures:
     return Figures(None, metrics, detail)
 
 
-AGREEMENT = Check("agreement", spec_agreement, run_agreement, summarize_agreement)
+AGREEMENT = Check(
+    "agreement",
+    spec_agreement,
+    run_agreement,
+    summarize_agreement,
+    target="gate / state sequence of the layer netlist vs the golden model (reported)",
+)

@@ -128,4 +128,5 @@ POWER = Check(
     summarize_power,
     needs=("retention", "dpi", "agreement"),
     uses=("cmru_ladder", "ladder_agreement"),
+    target="average supply power, core and bias generator separated (reported)",
 )

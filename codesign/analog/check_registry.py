@@ -5,7 +5,8 @@ A check is three small functions: ``spec(options)`` the JSON-able inputs that de
 through :class:`~codesign.analog.sim.Ctx`), and ``summarize(measurement, options, out)`` which
 writes the check's CSV / PNG files into ``out`` and returns its :class:`Figures` (pass / fail,
 the metrics that go into ``results.json``, the one-line detail). ``needs`` are checks whose
-results it reads and that run with it; ``uses`` are read when they run too.
+results it reads and that run with it; ``uses`` are read when they run too; ``target`` is what
+it checks against, for the report's table.
 
 :func:`execute` runs one check in this process or on a Dask worker, from the cache where the key
 matches: ``CACHE/<name>-<key>.json`` holds the figures with their key (the SHA-256 of the
@@ -81,6 +82,7 @@ class Check:
     summarize: Callable[[Any, CheckOptions, Path], Figures]
     needs: tuple[str, ...] = ()
     uses: tuple[str, ...] = ()
+    target: str = ""
 
 
 @dataclass

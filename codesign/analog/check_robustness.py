@@ -131,4 +131,10 @@ def _mc_summary(rows: list[dict]) -> dict:
     return s
 
 
-ROBUSTNESS = Check("robustness", spec_robustness, run_robustness, summarize_robustness)
+ROBUSTNESS = Check(
+    "robustness",
+    spec_robustness,
+    run_robustness,
+    summarize_robustness,
+    target="Monte Carlo mismatch and process corners: spread and yield (reported)",
+)

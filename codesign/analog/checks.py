@@ -92,6 +92,7 @@ class CheckResult:
     wall_s: float
     detail: str = ""
     cached: bool = False
+    target: str = ""
 
 
 @dataclass

@@ -10,17 +10,6 @@ import numpy as np
 from codesign.analog.cells import VDD
 from codesign.analog.mapping import NA
 
-TARGETS = {
-    "hysteresis": "thresholds within 5% of 0.35 / 0.15 nA, output within 5% of alpha = 0.5 nA",
-    "retention": "each state held >= 100 ms at the retain level, output drift < 1% of alpha",
-    "dpi": "tau (rise 63% and decay fit) within 10% of 10 ms",
-    "cmru_ladder": "each set / reset event moves the output by one alpha (level within 5% of n alpha), holds",
-    "agreement": "gate / state sequence of the layer netlist vs the golden model (reported)",
-    "ladder_agreement": "stage count of native CMRU neurons vs the golden state (eps 1, reported)",
-    "power": "average supply power, core and bias generator separated (reported)",
-    "robustness": "Monte Carlo mismatch and process corners: spread and yield (reported)",
-}
-
 
 def _plt():
     import matplotlib
@@ -467,7 +456,7 @@ def write_summary(out: Path, report, results: dict, *, quick: bool) -> None:
     ]
     for r in report.results:
         flag = {True: "PASS", False: "FAIL", None: "info"}[r.passed]
-        lines.append(f"| {r.name} | {flag} | {TARGETS.get(r.name, '')} | {r.detail} | {r.wall_s:.1f} |")
+        lines.append(f"| {r.name} | {flag} | {r.target} | {r.detail} | {r.wall_s:.1f} |")
     lines += [
         "",
         f"Total wall time {report.wall_s:.1f} s, of which {report.sim_wall_s:.1f} s in {report.decks} "
