@@ -18,7 +18,7 @@ LAYERS = [
     {"check_inputs", "report"},
     {"check_registry", "check_cells", "check_ladder", "check_layer", "check_power", "check_robustness"},
     {"check_list", "checks"},
-    {"evaluate", "ladder_model", "behavioural", "mismatch", "synapse_sim"},
+    {"eval_settings", "evaluate", "ladder_model", "behavioural", "mismatch", "synapse_sim"},
     {"commands"},
 ]
 ROOT = Path(codesign.analog.__file__).parent
