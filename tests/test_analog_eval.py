@@ -102,13 +102,13 @@ def test_native_cmru_ladders_run_a_trained_layer_like_golden(
     if shutil.which("ngspice") is None:
         pytest.fail("ngspice is not installed (make setup installs it)")
     from codesign.analog.checks import ladder_ranges
-    from codesign.analog.evaluate import _layer_view, test_set
+    from codesign.analog.layer import layer_view, test_set
     from codesign.bundle import load_bundle
 
     path = _cmru_bundle(tmp_path)
     bundle = load_bundle(path)
     xq, _ = test_set(bundle)
-    assert ladder_ranges(_layer_view(bundle), xq[:1]) == [(3, 4), (1, 7)]
+    assert ladder_ranges(layer_view(bundle), xq[:1]) == [(3, 4), (1, 7)]
     summary = analog_eval(
         path,
         1,
@@ -188,13 +188,13 @@ def test_spice_monte_carlo_check_compares_states_and_classes(tmp_path) -> None:
     the behavioural draws' spread on the same sequences (records here: golden states for seed 1,
     one flipped neuron for seed 2)."""
     from codesign.analog.behavioural import golden_signs
-    from codesign.analog.evaluate import _layer_view, test_set
+    from codesign.analog.layer import layer_view, test_set
     from codesign.analog.mismatch import mismatch_summary
     from codesign.bundle import load_bundle
 
     bundle = load_bundle(_bundle(tmp_path))
     xq, y = test_set(bundle)
-    signs = golden_signs(_layer_view(bundle), xq[:2])
+    signs = golden_signs(layer_view(bundle), xq[:2])
     settings = {"corner": "tt", "start": "pair", "frame_ms": 10.0, "scale": "step"}
     tasks, records = [], []
     for seed in (1, 2):
@@ -220,13 +220,13 @@ def test_monte_carlo_calibrates_the_behavioural_model_on_the_spice_draws(tmp_pat
     that agree with golden everywhere fit sigma 0 (agreement 1), chips with a neuron wrong
     everywhere a larger sigma, whose draws agree less."""
     from codesign.analog.behavioural import golden_signs
-    from codesign.analog.evaluate import _layer_view, test_set
+    from codesign.analog.layer import layer_view, test_set
     from codesign.analog.mismatch import mismatch_summary
     from codesign.bundle import load_bundle
 
     bundle = load_bundle(_bundle(tmp_path))
     xq, y = test_set(bundle)
-    signs = golden_signs(_layer_view(bundle), xq[:2])
+    signs = golden_signs(layer_view(bundle), xq[:2])
     settings = {"corner": "tt", "start": "pair", "frame_ms": 10.0, "scale": "step"}
     fitted = {}
     for wrong in (False, True):

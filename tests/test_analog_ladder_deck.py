@@ -34,7 +34,7 @@ def _deck_text(tmp_path, monkeypatch, deck: str) -> str:
     from test_analog_eval import _cmru_bundle
 
     from codesign.analog.checks import ladder_ranges
-    from codesign.analog.evaluate import _layer_view, test_set
+    from codesign.analog.layer import layer_view, test_set
     from codesign.bundle import load_bundle
 
     seen = {}
@@ -43,8 +43,8 @@ def _deck_text(tmp_path, monkeypatch, deck: str) -> str:
         seen["deck"] = text
         raise _Captured
 
-    monkeypatch.setattr(checks, "run_deck", capture)
-    view = _layer_view(load_bundle(_cmru_bundle(tmp_path)))
+    monkeypatch.setattr("codesign.analog.sim.run_deck", capture)
+    view = layer_view(load_bundle(_cmru_bundle(tmp_path)))
     xq, _ = test_set(view)
     with pytest.raises(_Captured):
         checks.run_ladder_trace(

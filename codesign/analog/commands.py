@@ -107,6 +107,21 @@ def analog_check_command(
         Path | None, typer.Option(help="also write the reference netlists here (e.g. analog/netlists)")
     ] = None,
     timeout: Annotated[float, typer.Option(help="seconds any one ngspice run may take")] = 600.0,
+    cache: Annotated[
+        Path | None,
+        typer.Option(
+            help="finished checks, reused where their inputs and the analog code are unchanged "
+            "(default build/analog-check-cache)"
+        ),
+    ] = Path("build/analog-check-cache"),
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="run every check again")] = False,
+    workers: Annotated[
+        int,
+        typer.Option(help="run the checks on a local Dask cluster of this many workers (0: in this process)"),
+    ] = 0,
+    scheduler: Annotated[
+        str | None, typer.Option(help="address of a Dask scheduler to run the checks on")
+    ] = None,
 ) -> None:
     """Characterise the BMRU / DPI / native CMRU netlists in ngspice and compare them with the golden model."""
     from codesign.analog.checks import analog_check
@@ -128,6 +143,9 @@ def analog_check_command(
         netlists_dir=netlists,
         timeout=timeout,
         progress=typer.echo,
+        cache=None if no_cache else cache,
+        workers=workers,
+        scheduler=scheduler,
     )
     typer.echo(
         f"analog-check: {'all checks passed' if report.passed else 'FAILED'} in {report.wall_s:.0f} s "
@@ -137,127 +155,155 @@ def analog_check_command(
         raise typer.Exit(1)
 
 
+# ------------------------------------------------------------------------------------------ analog-eval options
+_Bundle = Annotated[
+    Path, typer.Argument(help="a trained one-layer BMRU or CMRU eps 1 bundle (codesign export)")
+]
+_Sequences = Annotated[int, typer.Option(help="test sequences to run (the first N of the test set)")]
+_JsonPath = Annotated[Path | None, typer.Option("--json", help="write the figures here (JSON)")]
+_Corner = Annotated[str, typer.Option(help="process corner of the sky130 models: tt, ss, ff, sf, fs")]
+_Cache = Annotated[
+    Path | None, typer.Option(help="per-sequence results (default: BUNDLE_analog_eval beside the bundle)")
+]
+_Scheduler = Annotated[
+    str | None, typer.Option(help="address of a Dask scheduler (default: a local cluster)")
+]
+_Workers = Annotated[int, typer.Option(help="local Dask workers (one ngspice each)")]
+_Start = Annotated[
+    str,
+    typer.Option(
+        help="pair: each neuron a complementary pair of cells reset to the golden 0 state; "
+        "single: one cell per neuron (starts at -alpha)"
+    ),
+]
+_FrameMs = Annotated[
+    float | None,
+    typer.Option(
+        help="time per step (ms): a longer frame resolves smaller margins (default 10; native CMRU ladders 60)"
+    ),
+]
+_Mc = Annotated[
+    int,
+    typer.Option(help="mismatch draws of the behavioural model over the whole test set (0: none)"),
+]
+_McSpice = Annotated[
+    int, typer.Option(help="of those draws, how many also run in ngspice with sky130 mismatch on")
+]
+_McSequences = Annotated[
+    int, typer.Option(help="test sequences each ngspice Monte Carlo draw runs (the first N)")
+]
+_Scale = Annotated[
+    str,
+    typer.Option(
+        help="candidate scale: step (every step's window normalised to the widest, margins "
+        "H ||c|-|b||/|b|) or neuron (one scale per neuron from its largest |b|)"
+    ),
+]
+_Reltol = Annotated[float, typer.Option(help="ngspice relative tolerance")]
+_TmaxMs = Annotated[
+    float,
+    typer.Option(
+        help="native CMRU (eps 1): ngspice's largest time step (ms); with --reltol 1e-3, 5 ms runs a "
+        "ladder deck about 6x faster with the same counts (analog/report/eval/README.md)"
+    ),
+]
+_Synapses = Annotated[
+    str,
+    typer.Option(
+        help="ideal: the cells get the exact integer sums; circuit: the sums of the bundle's "
+        "synapse mirror arrays simulated in ngspice, with their supply power"
+    ),
+]
+_SynapseIxFa = Annotated[
+    float, typer.Option(help="synapse arrays: current per input LSB and weight unit (fA)")
+]
+_SynapseTrim = Annotated[
+    str,
+    typer.Option(
+        help="synapse arrays: offset folds every sum line's zero-input sum into its bias DAC code "
+        "(a one-time per-chip calibration); none drives the cells with the untrimmed sums"
+    ),
+]
+_LadderSpare = Annotated[
+    int, typer.Option(help="native CMRU (eps 1): stages beyond the golden count's range on each side")
+]
+_LadderGroup = Annotated[int, typer.Option(help="native CMRU (eps 1): neurons per ngspice deck")]
+_LadderInit = Annotated[
+    str,
+    typer.Option(
+        help="native CMRU (eps 1): reset each ladder to n0 stages from the operating point (nodeset) "
+        "or with n0 set pulses (pulses)"
+    ),
+]
+_LadderDpi = Annotated[
+    str,
+    typer.Option(
+        help="native CMRU (eps 1): the DPI between the stages, p (the first) or n (the kappa-matched "
+        "dpi_n, tau within 6.8 % at every corner)"
+    ),
+]
+_LadderPulseMs = Annotated[
+    float,
+    typer.Option(
+        help="native CMRU (eps 1): each step's candidate pulse (ms); 8 resolves updates a few pA "
+        "beyond a threshold that 4 (the default) misses"
+    ),
+]
+_LadderDeck = Annotated[
+    str,
+    typer.Option(
+        help="native CMRU (eps 1): how ngspice simulates the ladders, reference or fast (the same "
+        "circuit; trapezoidal integration, device bypass, 1 ms drive ramps: fewer Newton iterations, but "
+        "near ties can resolve differently: 1 of 3 JapaneseVowels sequences did)"
+    ),
+]
+_LadderTrimPa = Annotated[
+    str,
+    typer.Option(
+        help="native CMRU (eps 1): UP,DOWN pA by which every step's window narrows during its pulse "
+        "(a calibration of the overdrive a stage needs to switch within the pulse)"
+    ),
+]
+_LadderOverdrivePa = Annotated[
+    float,
+    typer.Option(
+        help="native CMRU (eps 1): clip the candidate to at most this many pA past its step's window "
+        "(0: its own clip, up to 100 pA; at the full clip the next stage can follow within the pulse)"
+    ),
+]
+_First = Annotated[
+    int, typer.Option(help="index of the first test sequence run (runs can share out the test set)")
+]
+
+
 def analog_eval_command(
-    bundle: Annotated[
-        Path, typer.Argument(help="a trained one-layer BMRU or CMRU eps 1 bundle (codesign export)")
-    ],
-    sequences: Annotated[int, typer.Option(help="test sequences to run (the first N of the test set)")] = 20,
-    json_path: Annotated[Path | None, typer.Option("--json", help="write the figures here (JSON)")] = None,
-    corner: Annotated[
-        str, typer.Option(help="process corner of the sky130 models: tt, ss, ff, sf, fs")
-    ] = "tt",
-    cache: Annotated[
-        Path | None, typer.Option(help="per-sequence results (default: BUNDLE_analog_eval beside the bundle)")
-    ] = None,
-    scheduler: Annotated[
-        str | None, typer.Option(help="address of a Dask scheduler (default: a local cluster)")
-    ] = None,
-    workers: Annotated[int, typer.Option(help="local Dask workers (one ngspice each)")] = 1,
-    start: Annotated[
-        str,
-        typer.Option(
-            help="pair: each neuron a complementary pair of cells reset to the golden 0 state; "
-            "single: one cell per neuron (starts at -alpha)"
-        ),
-    ] = "pair",
-    frame_ms: Annotated[
-        float | None,
-        typer.Option(
-            help="time per step (ms): a longer frame resolves smaller margins (default 10; native CMRU ladders 60)"
-        ),
-    ] = None,
-    mc: Annotated[
-        int,
-        typer.Option(help="mismatch draws of the behavioural model over the whole test set (0: none)"),
-    ] = 0,
-    mc_spice: Annotated[
-        int, typer.Option(help="of those draws, how many also run in ngspice with sky130 mismatch on")
-    ] = 0,
-    mc_sequences: Annotated[
-        int, typer.Option(help="test sequences each ngspice Monte Carlo draw runs (the first N)")
-    ] = 2,
-    scale: Annotated[
-        str,
-        typer.Option(
-            help="candidate scale: step (every step's window normalised to the widest, margins "
-            "H ||c|-|b||/|b|) or neuron (one scale per neuron from its largest |b|)"
-        ),
-    ] = "step",
-    reltol: Annotated[float, typer.Option(help="ngspice relative tolerance")] = 1e-4,
-    tmax_ms: Annotated[
-        float,
-        typer.Option(
-            help="native CMRU (eps 1): ngspice's largest time step (ms); with --reltol 1e-3, 5 ms runs a "
-            "ladder deck about 6x faster with the same counts (docs/analog.md)"
-        ),
-    ] = 1.0,
-    synapses: Annotated[
-        str,
-        typer.Option(
-            help="ideal: the cells get the exact integer sums; circuit: the sums of the bundle's "
-            "synapse mirror arrays simulated in ngspice, with their supply power"
-        ),
-    ] = "ideal",
-    synapse_ix_fa: Annotated[
-        float, typer.Option(help="synapse arrays: current per input LSB and weight unit (fA)")
-    ] = 1000.0,
-    synapse_trim: Annotated[
-        str,
-        typer.Option(
-            help="synapse arrays: offset folds every sum line's zero-input sum into its bias DAC code "
-            "(a one-time per-chip calibration); none drives the cells with the untrimmed sums"
-        ),
-    ] = "offset",
-    ladder_spare: Annotated[
-        int, typer.Option(help="native CMRU (eps 1): stages beyond the golden count's range on each side")
-    ] = 1,
-    ladder_group: Annotated[int, typer.Option(help="native CMRU (eps 1): neurons per ngspice deck")] = 8,
-    ladder_init: Annotated[
-        str,
-        typer.Option(
-            help="native CMRU (eps 1): reset each ladder to n0 stages from the operating point (nodeset) "
-            "or with n0 set pulses (pulses)"
-        ),
-    ] = "nodeset",
-    ladder_dpi: Annotated[
-        str,
-        typer.Option(
-            help="native CMRU (eps 1): the DPI between the stages, p (the first) or n (the kappa-matched "
-            "dpi_n, tau within 6.8 % at every corner)"
-        ),
-    ] = "p",
-    ladder_pulse_ms: Annotated[
-        float,
-        typer.Option(
-            help="native CMRU (eps 1): each step's candidate pulse (ms); 8 resolves updates a few pA "
-            "beyond a threshold that 4 (the default) misses"
-        ),
-    ] = 4.0,
-    ladder_deck: Annotated[
-        str,
-        typer.Option(
-            help="native CMRU (eps 1): how ngspice simulates the ladders, reference or fast (the same "
-            "circuit; trapezoidal integration, device bypass, 1 ms drive ramps: fewer Newton iterations, but "
-            "near ties can resolve differently: 1 of 3 JapaneseVowels sequences did)"
-        ),
-    ] = "reference",
-    ladder_trim_pa: Annotated[
-        str,
-        typer.Option(
-            help="native CMRU (eps 1): UP,DOWN pA by which every step's window narrows during its pulse "
-            "(a calibration of the overdrive a stage needs to switch within the pulse)"
-        ),
-    ] = "0,0",
-    ladder_overdrive_pa: Annotated[
-        float,
-        typer.Option(
-            help="native CMRU (eps 1): clip the candidate to at most this many pA past its step's window "
-            "(0: its own clip, up to 100 pA; at the full clip the next stage can follow within the pulse)"
-        ),
-    ] = 0.0,
-    first: Annotated[
-        int, typer.Option(help="index of the first test sequence run (runs can share out the test set)")
-    ] = 0,
+    bundle: _Bundle,
+    sequences: _Sequences = 20,
+    json_path: _JsonPath = None,
+    corner: _Corner = "tt",
+    cache: _Cache = None,
+    scheduler: _Scheduler = None,
+    workers: _Workers = 1,
+    start: _Start = "pair",
+    frame_ms: _FrameMs = None,
+    mc: _Mc = 0,
+    mc_spice: _McSpice = 0,
+    mc_sequences: _McSequences = 2,
+    scale: _Scale = "step",
+    reltol: _Reltol = 1e-4,
+    tmax_ms: _TmaxMs = 1.0,
+    synapses: _Synapses = "ideal",
+    synapse_ix_fa: _SynapseIxFa = 1000.0,
+    synapse_trim: _SynapseTrim = "offset",
+    ladder_spare: _LadderSpare = 1,
+    ladder_group: _LadderGroup = 8,
+    ladder_init: _LadderInit = "nodeset",
+    ladder_dpi: _LadderDpi = "p",
+    ladder_pulse_ms: _LadderPulseMs = 4.0,
+    ladder_deck: _LadderDeck = "reference",
+    ladder_trim_pa: _LadderTrimPa = "0,0",
+    ladder_overdrive_pa: _LadderOverdrivePa = 0.0,
+    first: _First = 0,
 ) -> None:
     """Run a trained bundle's test sequences through the layer netlist in ngspice, readout digital; accuracy, state agreement and energy beside the golden model."""
     from rich.progress import Progress
@@ -302,6 +348,13 @@ def analog_eval_command(
             ladder_trim_pa=_trim(ladder_trim_pa),
             ladder_overdrive_pa=ladder_overdrive_pa,
         )
+    _echo_eval(summary, corner)
+    if json_path is not None:
+        write_text(json_path, json.dumps(summary, indent=2) + "\n")
+
+
+def _echo_eval(summary: dict, corner: str) -> None:
+    """The figures of an ``analog-eval`` run, a line or a few."""
     typer.echo(
         f"{summary['bundle']} ({summary['sequences']} sequences, {corner}): analog accuracy "
         f"{summary['analog_accuracy']:.4f}, golden {summary['golden_accuracy']:.4f}, classes agree "
@@ -334,8 +387,6 @@ def analog_eval_command(
                 f"accuracy mean {whole['accuracy_mean']:.4f}, 10th percentile {whole['accuracy_p10']:.4f}, "
                 f"min {whole['accuracy_min']:.4f}"
             )
-    if json_path is not None:
-        write_text(json_path, json.dumps(summary, indent=2) + "\n")
 
 
 def _trim(text: str) -> tuple[float, float]:

@@ -33,73 +33,22 @@ from pathlib import Path
 
 import numpy as np
 
+from codesign.analog.eval_settings import (
+    LADDER_CIRCUIT,
+    any_ladder_option,
+    cell_settings,
+    check_options,
+    ladder_settings,
+)
+from codesign.analog.layer import analog_readout, layer_view, test_set
 from codesign.atomic import write_text
 from codesign.bundle import Bundle, load_bundle
-from codesign.bundle.cells import CELLS
 from codesign.errors import CodesignError
-from codesign.intmath import signed_range
 
-__all__ = ["analog_eval", "analog_readout"]
+__all__ = ["LADDER_CIRCUIT", "analog_eval", "analog_readout", "test_set"]
 
 VERSION = "analog-eval-2"
 """Part of every cache key: bump it when what a cached sequence holds changes."""
-
-LADDER_CIRCUIT = 2
-"""Part of the cache key of native CMRU (eps 1) sequences only (BMRU caches stay valid): bump it
-when the ladder circuit or its drive changes (2: the window shift of stages >= 2 calibrated,
-:data:`codesign.analog.mapping.LADDER_SHIFT_GAIN`)."""
-
-
-def _layer_view(bundle: Bundle) -> Bundle:
-    """The bundle as the analog layer sees it: its one layer with a last-step readout (the real
-    readout, pooled or not, is applied digitally by :func:`analog_readout`)."""
-    man = bundle.manifest
-    if len(man.layers) != 1:
-        raise CodesignError(f"analog-eval runs one-layer bundles; {man.name!r} has {len(man.layers)} layers")
-    layer = man.layers[0]
-    if CELLS[layer.cell].rule != "cmru" or layer.eps not in (0, 1) or layer.dcls is not None:
-        raise CodesignError(
-            f"analog-eval runs BMRU layers (cell bmru, or cmru with eps 0) and native CMRU ladders "
-            f"(cmru with eps 1), no DCLS front end; "
-            f"{man.name!r} has cell {layer.cell!r} eps {layer.eps}"
-            + (" with a DCLS front end" if layer.dcls is not None else "")
-        )
-    if man.readout.per_step:
-        raise CodesignError("analog-eval reads one class per sequence; per-step readouts are not supported")
-    readout = man.readout.model_copy(update={"pooling": "last"})
-    return Bundle(man.model_copy(update={"readout": readout}), bundle.weights, bundle.path)
-
-
-def test_set(bundle: Bundle) -> tuple[np.ndarray, np.ndarray]:
-    """The quantized test inputs and labels of the task in a trained bundle's provenance."""
-    prov = bundle.manifest.provenance
-    task = prov.get("task")
-    if not isinstance(task, dict) or "name" not in task or "seed" not in prov:
-        raise CodesignError(
-            "the bundle's provenance names no task and seed (export it from a run with codesign export)",
-            path=bundle.path,
-        )
-    from codesign.golden import quantize_inputs
-    from codesign.train.recipe import build_task
-
-    t = build_task(task["name"], {k: v for k, v in task.items() if k != "name"})
-    x, y = t.split("test", int(prov["seed"]))
-    return quantize_inputs(bundle, np.asarray(x)), np.asarray(y)
-
-
-def analog_readout(bundle: Bundle, states: np.ndarray) -> tuple[np.ndarray, int]:
-    """``(logits, class)`` of one sequence's states ``(T, d)`` with the bundle's digital readout."""
-    r = bundle.manifest.readout
-    if r.pooling == "sum":
-        lo, hi = signed_range(r.sum_bits)
-        pooled = np.zeros(states.shape[1], dtype=np.int64)
-        for row in states:  # saturating at every step, as the golden model and the RTL
-            pooled = np.clip(pooled + row, lo, hi)
-    else:
-        pooled = states[-1].astype(np.int64)
-    w = bundle.weights["readout.weight"].astype(np.int64)
-    logits = w @ pooled + bundle.weights["readout.bias"].astype(np.int64)
-    return logits, int(np.argmax(logits))  # argmax: the lowest index on ties
 
 
 def _key(bundle: Bundle, settings: dict, n: int) -> str:
@@ -118,14 +67,15 @@ def _timing(settings: dict):
 
 def _run_sequence(bundle_dir: str, n: int, settings: dict, cache: str, key: str) -> dict:
     """One test sequence in ngspice (a Dask task); its result cached as ``cache/key.json``."""
-    from codesign.analog.checks import Ctx, _margins, run_bundle_trace
     from codesign.analog.mapping import accumulators, map_bundle
+    from codesign.analog.sim import Ctx
+    from codesign.analog.trace import margins, run_bundle_trace
 
     path = Path(cache) / f"{key}.json"
     if path.is_file():
         return json.loads(path.read_text())
     bundle = load_bundle(bundle_dir)
-    view = _layer_view(bundle)
+    view = layer_view(bundle)
     xq, _ = test_set(bundle)
     if view.manifest.layers[0].eps == 1:
         record = _run_ladder_sequence(view, xq, n, settings, Path(cache), key)
@@ -162,7 +112,7 @@ def _run_sequence(bundle_dir: str, n: int, settings: dict, cache: str, key: str)
         [
             r["neuron"],
             k,
-            float(_margins(maps[r["neuron"]], c[0, :, r["neuron"]], b[0, :, r["neuron"]])[k] / 1e-12),
+            float(margins(maps[r["neuron"]], c[0, :, r["neuron"]], b[0, :, r["neuron"]])[k] / 1e-12),
         ]
         for r in trace.rows
         for k in r["root_error_steps"]
@@ -195,15 +145,15 @@ def _run_ladder_sequence(view: Bundle, xq: np.ndarray, n: int, settings: dict, c
     """One test sequence through native CMRU ladders (eps 1), one ladder per neuron.
 
     Every neuron's ladder spans the golden update count's range over this sequence plus
-    ``ladder_spare`` stages each side (:func:`codesign.analog.checks.ladder_ranges`); the ladders
+    ``ladder_spare`` stages each side (:func:`codesign.analog.ladder_trace.ladder_ranges`); the ladders
     are simulated ``ladder_group`` neurons per ngspice deck (they share nothing but the supplies:
     each neuron's input, thresholds and bias generators are its own), so a deck's preamble is as
     long as its own largest reset state needs. Every deck's result is cached too
     (``cache/decks/<key>_n<first neuron>.json``): a sequence takes an hour of ngspice, so an
     interrupted one resumes at its next deck.
     """
-    from codesign.analog.checks import ladder_ranges
     from codesign.analog.drive import LadderTiming
+    from codesign.analog.ladder_trace import ladder_ranges
     from codesign.analog.mapping import map_bundle
 
     maps = map_bundle(view, xq, normalise=settings.get("scale", "neuron") == "step")
@@ -278,8 +228,9 @@ def _run_ladder_sequence(view: Bundle, xq: np.ndarray, n: int, settings: dict, c
 def _ladder_deck(view, x, settings, maps, neurons, ranges, drive, timing, name) -> dict:
     """One ngspice deck of ladders: the analog and golden counts (state units), rows and power."""
     from codesign.analog.cells import DPI_N, DpiParams
-    from codesign.analog.checks import Ctx, run_ladder_trace
     from codesign.analog.ladder_deck import LADDER_DECKS
+    from codesign.analog.ladder_trace import run_ladder_trace
+    from codesign.analog.sim import Ctx
 
     tr = run_ladder_trace(
         view,
@@ -372,7 +323,7 @@ def analog_eval(
     neuron spanning the golden count's range over the sequence plus ``ladder_spare`` stages each
     side, ``ladder_group`` neurons per ngspice deck, reset to ``n0`` stages by ``ladder_init``
     (``nodeset``: from the operating point; ``pulses``: n0 set pulses; see
-    :func:`codesign.analog.checks.run_ladder_trace`), 60 ms frames unless ``frame_ms`` says otherwise
+    :func:`codesign.analog.ladder_trace.run_ladder_trace`), 60 ms frames unless ``frame_ms`` says otherwise
     (:class:`codesign.analog.drive.LadderTiming`); ``start`` does not apply (a ladder resets to
     ``n0`` stages on). BMRU frames default to 10 ms.
 
@@ -381,74 +332,17 @@ def analog_eval(
     per neuron, which starts at ``-alpha``. ``frame_ms``: the time one step gets (the cells switch in
     ``C dV / overdrive``: a longer frame resolves smaller margins).
 
-    ``ladder_dpi``: the DPI between a ladder's stages: ``p`` the first one, ``n`` the kappa-matched
-    ``dpi_n`` (tau within 6.8 % at every corner) with its own calibrated window shift.
-
-    ``ladder_pulse_ms``: how long each step's candidate pulse lasts (4 ms by default). A stage switches
-    in ``C dV / overdrive``, about 4.6 ms for a reset 5 pA beyond its threshold, so a 4 ms pulse
-    misses updates within a few pA; 8 ms resolved the JapaneseVowels misses at 2.4 and 4.7 pA and
-    still adds exactly one alpha per update (the next stage follows only after ~13 ms).
-
-    ``ladder_trim_pa``: ``(up, down)`` pA by which every step's window narrows during its pulse
-    (:func:`codesign.analog.drive.ladder_drive`: a calibration of the overdrive a stage needs to
-    switch within the pulse).
-
-    ``ladder_overdrive_pa``: the candidate clipped to at most this far past its step's window
-    (:func:`codesign.analog.drive.ladder_drive`; 0: its own clip, up to 100 pA past with per-step
-    windows). At the full clip the next stage can follow within the pulse and add a second alpha
-    for one update (JapaneseVowels sequence 61, neuron 0, step 16); 20 pA switches a stage in
-    about 1 ms and leaves the near ties, a few pA past, as they were.
-
-    ``first``: the index of the first test sequence run (``sequences`` from there on), so that
-    runs can share out the test set; their caches are shared (a sequence's key does not depend on it).
-
-    ``ladder_deck``: how ngspice simulates the ladders (:mod:`codesign.analog.ladder_deck`):
-    ``reference`` (the deck of every earlier run) or ``fast`` (trapezoidal integration, looser
-    truncation and absolute-current tolerances, device bypass, 1 ms drive ramps, only the read
-    vectors saved; the same circuit in 1.3-1.7x fewer Newton iterations, but not the same counts:
-    it resolved near ties and a clipped candidate's pulse differently on 1 of 3 JapaneseVowels
-    sequences, so it is for quick looks, not for figures compared with the reference).
-
-    ``tmax_ms``: ngspice's largest time step in the ladders' transient (1 ms by default; the ladder
-    rests between steps, and 5 ms with ``reltol`` 1e-3 gave the same counts about 6x faster).
-
-    ``scale``: ``step`` normalises every step's window (:attr:`codesign.analog.mapping.NeuronMap.normalised`:
-    margins ``H ||c| - |b|| / |b|``); ``neuron`` gives each neuron one scale from the largest ``|b|``
-    of the test set. ``reltol``: ngspice's relative tolerance. ``synapses``: ``ideal`` drives the
-    cells with the exact integer sums; ``circuit`` with the sums of the bundle's synapse arrays
-    simulated in ngspice (:mod:`codesign.analog.synapse_sim`; with ``mc_seed`` their devices are
-    mismatched too), and adds their supply power. ``synapse_ix_fa``: the arrays' current per input
-    LSB and weight unit (fA): each unit mirror conducts about 0.09-0.12 pA with no input (sky130
-    tt, 2/4 um), which at 100 fA shifted every product by ~0.9 of its weight; at 1 pA by ~0.09.
-    ``synapse_trim``: ``offset`` (default) folds every sum line's zero-input sum into its bias DAC
-    code, a one-time per-chip calibration (:func:`codesign.analog.synapse_sim.line_offsets`);
-    ``none`` drives the cells with the untrimmed sums.
-
-    ``mc``: mismatch draws of the behavioural model (:mod:`codesign.analog.behavioural`) over the
-    whole test set; ``mc_spice`` of them (seeds 1..) also run in ngspice with the sky130 mismatch
-    terms on, on the first ``mc_sequences`` sequences, to check the model's spread.
+    The native CMRU options (``ladder_*``, ``tmax_ms``) are described at :func:`~codesign.analog.eval_settings.ladder_settings`;
+    ``scale``, ``reltol``, ``synapses*`` and ``mc*`` at :func:`~codesign.analog.eval_settings.cell_settings`. ``first``: the
+    index of the first test sequence run (``sequences`` from there on), so that runs can share out
+    the test set; their caches are shared (a sequence's key does not depend on it).
     """
     from codesign.golden import run_golden
 
     bundle_dir = Path(bundle_dir).resolve()
     bundle = load_bundle(bundle_dir)
-    _layer_view(bundle)  # refuse what the analog path cannot run, before anything starts
-    if sequences < 1:
-        raise CodesignError(f"--sequences must be at least 1, not {sequences}")
-    if start not in ("pair", "single"):
-        raise CodesignError(f"--start must be pair or single, not {start!r}")
-    if mc < 0 or mc_spice < 0 or mc_spice > max(mc, 0) or mc_sequences < 1:
-        raise CodesignError(
-            f"--mc {mc} / --mc-spice {mc_spice} / --mc-sequences {mc_sequences}: need 0 <= mc-spice <= mc"
-        )
-    if synapses not in ("ideal", "circuit"):
-        raise CodesignError(f"--synapses must be ideal or circuit, not {synapses!r}")
-    if synapse_trim not in ("offset", "none"):
-        raise CodesignError(f"--synapse-trim must be offset or none, not {synapse_trim!r}")
-    if scale not in ("step", "neuron"):
-        raise CodesignError(f"--scale must be step or neuron, not {scale!r}")
-    if not 1e-6 <= reltol <= 1e-2:
-        raise CodesignError(f"--reltol must be between 1e-6 and 1e-2, not {reltol:g}")
+    layer_view(bundle)  # refuse what the analog path cannot run, before anything starts
+    check_options(sequences, start, mc, mc_spice, mc_sequences, synapses, synapse_trim, scale, reltol)
     eps = bundle.manifest.layers[0].eps
     if frame_ms is None:
         frame_ms = 60.0 if eps == 1 else 10.0
@@ -463,6 +357,17 @@ def analog_eval(
     cache = Path(cache) if cache is not None else bundle_dir.parent / f"{bundle_dir.name}_analog_eval"
     cache.mkdir(parents=True, exist_ok=True)
     settings = {"corner": corner, "start": start if eps == 0 else "ladder", "frame_ms": float(frame_ms)}
+    ladder = {
+        "ladder_spare": ladder_spare,
+        "ladder_group": ladder_group,
+        "ladder_init": ladder_init,
+        "tmax_ms": tmax_ms,
+        "ladder_pulse_ms": ladder_pulse_ms,
+        "ladder_dpi": ladder_dpi,
+        "ladder_deck": ladder_deck,
+        "ladder_trim_pa": ladder_trim_pa,
+        "ladder_overdrive_pa": ladder_overdrive_pa,
+    }
     if eps == 1:
         if not 0 <= ladder_spare <= 8 or ladder_group < 1:
             raise CodesignError(
@@ -472,71 +377,14 @@ def analog_eval(
             raise CodesignError(f"--ladder-init must be nodeset or pulses, not {ladder_init!r}")
         if mc:
             raise CodesignError("--mc runs BMRU layers (the behavioural mismatch model has no ladder)")
-        settings["ladder_spare"] = int(ladder_spare)
-        settings["ladder_group"] = int(ladder_group)
-        settings["ladder_init"] = ladder_init
-        settings["ladder_circuit"] = LADDER_CIRCUIT
-        if not 0.1 <= tmax_ms <= 20.0:
-            raise CodesignError(f"--tmax-ms must be between 0.1 and 20 ms, not {tmax_ms:g}")
-        if not 1.0 <= ladder_pulse_ms <= 10.0:
-            raise CodesignError(
-                f"--ladder-pulse-ms must be between 1 and 10 ms (a longer pulse lets the next stage follow), "
-                f"not {ladder_pulse_ms:g}"
-            )
-        if ladder_pulse_ms != 4.0:  # the older caches keep their keys
-            settings["ladder_pulse_ms"] = float(ladder_pulse_ms)
-        if ladder_dpi not in ("p", "n"):
-            raise CodesignError(f"--ladder-dpi must be p or n, not {ladder_dpi!r}")
-        if ladder_dpi != "p":  # the older caches keep their keys
-            settings["ladder_dpi"] = ladder_dpi
-        if tmax_ms != 1.0:  # the older caches keep their keys
-            settings["tmax_ms"] = float(tmax_ms)
-        from codesign.analog.ladder_deck import LADDER_DECKS
-
-        if ladder_deck not in LADDER_DECKS:
-            raise CodesignError(
-                f"--ladder-deck must be one of {', '.join(LADDER_DECKS)}, not {ladder_deck!r}"
-            )
-        if ladder_deck != "reference":  # the older caches keep their keys
-            settings["ladder_deck"] = ladder_deck
-        trim = tuple(float(v) for v in ladder_trim_pa)
-        if len(trim) != 2 or not all(0.0 <= v <= 50.0 for v in trim):
-            raise CodesignError(
-                f"--ladder-trim-pa must be two currents UP,DOWN in 0..50 pA, not {ladder_trim_pa}"
-            )
-        if trim != (0.0, 0.0):  # the older caches keep their keys
-            settings["ladder_trim_pa"] = list(trim)
-        if not 0.0 <= ladder_overdrive_pa <= 100.0:
-            raise CodesignError(
-                f"--ladder-overdrive-pa must be between 0 (off) and 100 pA, not {ladder_overdrive_pa:g}"
-            )
-        if ladder_overdrive_pa:  # the older caches keep their keys
-            settings["ladder_overdrive_pa"] = float(ladder_overdrive_pa)
-    elif (
-        tmax_ms != 1.0
-        or ladder_dpi != "p"
-        or ladder_pulse_ms != 4.0
-        or ladder_deck != "reference"
-        or tuple(ladder_trim_pa) != (0.0, 0.0)
-        or ladder_overdrive_pa
-    ):
+        settings |= ladder_settings(**ladder)
+    elif any_ladder_option(**ladder):
         raise CodesignError(
             "--tmax-ms, --ladder-dpi, --ladder-pulse-ms, --ladder-deck, --ladder-trim-pa and --ladder-overdrive-pa "
             "apply to native CMRU ladders "
             "(cmru eps 1) only"
         )
-    # the pre-scale-option cache keys stay valid for the defaults they were made with
-    if scale != "neuron":
-        settings["scale"] = scale
-    if reltol != 1e-4:
-        settings["reltol"] = float(reltol)
-    if synapses != "ideal":
-        if not 10.0 <= synapse_ix_fa <= 1e5:
-            raise CodesignError(f"--synapse-ix-fa must be between 10 and 1e5 fA, not {synapse_ix_fa:g}")
-        settings["synapses"] = synapses
-        settings["synapse_ix_fa"] = float(synapse_ix_fa)
-        if synapse_trim != "none":  # untrimmed runs keep their earlier cache keys
-            settings["synapse_trim"] = synapse_trim
+    settings |= cell_settings(scale, reltol, synapses, synapse_ix_fa, synapse_trim)
     tasks = [(n, settings) for n in range(first, first + count)]
     spice_mc = [
         (n, settings | {"mc_seed": seed}) for seed in range(1, mc_spice + 1) for n in range(mc_sequences)
@@ -611,6 +459,38 @@ def ngspice_effort(records: list[dict]) -> tuple[float | None, float | None]:
     )
 
 
+def _ladder_summary(records: list[dict], settings: dict) -> dict:
+    """The native CMRU part of the summary: ladder settings, ngspice effort, stages, init failures."""
+    out: dict = {}
+    out["ladder_spare"] = settings["ladder_spare"]
+    out["tmax_ms"] = settings.get("tmax_ms", 1.0)
+    out["ladder_dpi"] = settings.get("ladder_dpi", "p")
+    out["ladder_pulse_ms"] = settings.get("ladder_pulse_ms", 4.0)
+    out["ladder_deck"] = settings.get("ladder_deck", "reference")
+    out["ladder_trim_pa"] = settings.get("ladder_trim_pa", [0.0, 0.0])
+    out["ladder_overdrive_pa"] = settings.get("ladder_overdrive_pa", 0.0)
+    cpu, iters = ngspice_effort(records)
+    out["ngspice_cpu_s_per_sequence"] = cpu
+    out["ngspice_iterations_per_sequence"] = iters
+    out["ngspice_sequences_measured"] = sum(1 for r in records if _effort_measured(r))
+    out["ngspice_note"] = (
+        "seconds_per_sequence is wall time (mostly the machine's other jobs on a shared host); "
+        "cpu and Newton iterations (each evaluates every device) are measured on the sequences "
+        "run since they were recorded"
+    )
+    out["ladder_stages_mean"] = float(np.mean([sum(r["ladder_stages"]) for r in records]))
+    out["ladder_stages_note"] = (
+        "every neuron's ladder spans the golden count's range over its sequence plus ladder_spare "
+        "stages each side; a chip sized for the whole test set needs more stages (their idle power "
+        "is not in these figures)"
+    )
+    out["ladder_init"] = settings["ladder_init"]
+    out["ladder_init_failures"] = int(sum(not r["init_ok"] for r in records))
+    out["worst_level_error_rel_alpha"] = float(max(r["worst_level_error_rel_alpha"] for r in records))
+    out["root_errors_note"] = "root errors: steps whose ladder update (+1, 0, -1) differs from the golden one"
+    return out
+
+
 def _summarize(bundle: Bundle, xq, y, records: list[dict], gold, settings: dict) -> dict:
     alpha = bundle.weights["layers.0.alpha"].astype(np.int64)
     analog_classes, golden_classes, as_golden_start = [], [], []
@@ -620,7 +500,7 @@ def _summarize(bundle: Bundle, xq, y, records: list[dict], gold, settings: dict)
     from codesign.analog.behavioural import golden_signs
 
     ladder = "h_analog" in records[0]
-    signs = None if ladder else golden_signs(_layer_view(bundle), xq)
+    signs = None if ladder else golden_signs(layer_view(bundle), xq)
     all_agree = all_steps = 0
     for n, rec in enumerate(records):
         if ladder:  # native CMRU ladders: the state is a count of alphas
@@ -709,32 +589,5 @@ def _summarize(bundle: Bundle, xq, y, records: list[dict], gold, settings: dict)
         "simulated_s": float(sum(r["wall_s"] for r in records)),
     }
     if ladder:
-        out["ladder_spare"] = settings["ladder_spare"]
-        out["tmax_ms"] = settings.get("tmax_ms", 1.0)
-        out["ladder_dpi"] = settings.get("ladder_dpi", "p")
-        out["ladder_pulse_ms"] = settings.get("ladder_pulse_ms", 4.0)
-        out["ladder_deck"] = settings.get("ladder_deck", "reference")
-        out["ladder_trim_pa"] = settings.get("ladder_trim_pa", [0.0, 0.0])
-        out["ladder_overdrive_pa"] = settings.get("ladder_overdrive_pa", 0.0)
-        cpu, iters = ngspice_effort(records)
-        out["ngspice_cpu_s_per_sequence"] = cpu
-        out["ngspice_iterations_per_sequence"] = iters
-        out["ngspice_sequences_measured"] = sum(1 for r in records if _effort_measured(r))
-        out["ngspice_note"] = (
-            "seconds_per_sequence is wall time (mostly the machine's other jobs on a shared host); "
-            "cpu and Newton iterations (each evaluates every device) are measured on the sequences "
-            "run since they were recorded"
-        )
-        out["ladder_stages_mean"] = float(np.mean([sum(r["ladder_stages"]) for r in records]))
-        out["ladder_stages_note"] = (
-            "every neuron's ladder spans the golden count's range over its sequence plus ladder_spare "
-            "stages each side; a chip sized for the whole test set needs more stages (their idle power "
-            "is not in these figures)"
-        )
-        out["ladder_init"] = settings["ladder_init"]
-        out["ladder_init_failures"] = int(sum(not r["init_ok"] for r in records))
-        out["worst_level_error_rel_alpha"] = float(max(r["worst_level_error_rel_alpha"] for r in records))
-        out["root_errors_note"] = (
-            "root errors: steps whose ladder update (+1, 0, -1) differs from the golden one"
-        )
+        out |= _ladder_summary(records, settings)
     return out

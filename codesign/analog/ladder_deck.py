@@ -13,7 +13,7 @@ The iterations go into three kinds of events:
   nanoseconds, so the step falls to ~10 ns and climbs back (about 45 points per switching);
 * the rests between steps, at the largest step ``t_max``.
 
-``reference`` is the original deck (the one older caches were made with), with only the model bins
+``reference`` is the deck every committed ladder figure was made with, with only the model bins
 its devices use (byte-identical results, :mod:`codesign.analog.model_prune`). ``fast`` keeps the
 circuit, the drive's levels and timing and the tolerances that matter for pA (``gmin``, ``vntol``)
 and changes how ngspice integrates: trapezoidal integration with a looser truncation-error factor

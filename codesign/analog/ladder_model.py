@@ -118,11 +118,11 @@ def ladder_model_summary(bundle, xq: np.ndarray, y: np.ndarray, records: list[di
     """The model fitted on the ngspice ladder ``records`` (the sequences of ``xq`` they name),
     checked against them (in sample, and fitted on the even sequences, checked on the odd
     ones), then run on the whole test set ``xq, y`` with the bundle's digital readout."""
-    from codesign.analog.evaluate import _layer_view, analog_readout
+    from codesign.analog.layer import analog_readout, layer_view
     from codesign.analog.mapping import map_bundle
     from codesign.golden import run_golden
 
-    view = _layer_view(bundle)
+    view = layer_view(bundle)
     maps = map_bundle(view, xq, normalise=normalise)
     alpha = bundle.weights["layers.0.alpha"].astype(np.int64)
     n = len(records)

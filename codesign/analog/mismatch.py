@@ -13,7 +13,7 @@ __all__ = ["fit_neuron_sigma", "mismatch_summary", "mismatch_draws"]
 
 def _classes(bundle: Bundle, signs: np.ndarray) -> np.ndarray:
     """The digital readout's class of every sequence of behavioural states ``signs`` (n, T, d)."""
-    from codesign.analog.evaluate import analog_readout
+    from codesign.analog.layer import analog_readout
 
     alpha = bundle.weights["layers.0.alpha"].astype(np.int64)
     return np.array([analog_readout(bundle, alpha[None, :] * s)[1] for s in signs])
@@ -38,11 +38,11 @@ def mismatch_draws(
 
     ``scale``: ``step`` (per-step window normalisation) or ``neuron`` (one scale per neuron, set by
     the largest ``|b|`` of ``calibration``, default ``xq``): see :attr:`NeuronMap.normalised`."""
-    from codesign.analog.evaluate import _layer_view
+    from codesign.analog.layer import layer_view
     from codesign.analog.mapping import map_bundle
     from codesign.golden import run_golden
 
-    view = _layer_view(bundle)
+    view = layer_view(bundle)
     maps = map_bundle(view, xq if calibration is None else calibration, normalise=scale == "step")
     golden = golden_signs(view, xq)
     golden_classes = run_golden(bundle, xq).classes
@@ -115,7 +115,7 @@ def mismatch_summary(
 ) -> dict:
     """Behavioural draws over the whole test set, and the ngspice Monte Carlo subset beside the
     behavioural model's spread on the same sequences (the check of the model)."""
-    from codesign.analog.evaluate import _layer_view, analog_readout
+    from codesign.analog.layer import analog_readout, layer_view
     from codesign.golden import run_golden
 
     pair = settings["start"] == "pair"
@@ -124,7 +124,7 @@ def mismatch_summary(
     out["golden_accuracy"] = float((run_golden(bundle, xq).classes == y).mean())
     if spice_records:
         seqs = sorted({n for n, _ in spice_tasks})
-        golden = golden_signs(_layer_view(bundle), xq[seqs])
+        golden = golden_signs(layer_view(bundle), xq[seqs])
         gold_cls = run_golden(bundle, xq[seqs]).classes
         alpha = bundle.weights["layers.0.alpha"].astype(np.int64)
         per_seed: dict[int, list[float]] = {}
@@ -201,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     import json
     from pathlib import Path
 
-    from codesign.analog.evaluate import test_set
+    from codesign.analog.layer import test_set
     from codesign.atomic import write_text
     from codesign.bundle import load_bundle
     from codesign.golden import run_golden

@@ -34,7 +34,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from codesign.analog.cells import I_CAS, NFET, VDD, deck_header, fmt
+from codesign.analog.cells import I_CAS, NFET, VDD, fmt
+from codesign.analog.spec import Analysis, SimSpec
 from codesign.errors import CodesignError
 
 __all__ = ["SynapseDesign", "synapse_cost", "synapse_subckt", "synapse_testbench", "measure_synapse"]
@@ -162,8 +163,7 @@ def synapse_testbench(
     d, m = w.shape
     if x.shape != (m,):
         raise CodesignError(f"synapse test input must have {m} values, got shape {x.shape}")
-    lines = [deck_header(f"synapse array {d}x{m}", corner=corner, mc_seed=mc_seed), synapse_subckt(w, design)]
-    lines.append(f"Vdd vdd 0 {VDD:g}")
+    lines = [f"Vdd vdd 0 {VDD:g}"]
     for j in range(m):
         lines.append(f"Ix{j} vdd d_{j} DC {fmt(abs(int(x[j])) * design.i_x)}")
         pos = x[j] >= 0
@@ -180,10 +180,17 @@ def synapse_testbench(
     ports += [f"pos_{i}" for i in range(d)] + [f"neg_{i}" for i in range(d)] + ["vdd", "vcn"]
     lines.append("Xsyn " + " ".join(ports) + " synapses")
     vecs = [f"i(Vp{i})" for i in range(d)] + [f"i(Vn{i})" for i in range(d)] + ["i(Vdd)"]
-    lines.append(".control\nset wr_singlescale\nset wr_vecnames\noption numdgt=12\nop")
-    lines.append("wrdata syn.dat " + " ".join(vecs))
-    lines.append("quit 0\n.endc\n.end\n")
-    return "\n".join(lines)
+    spec = SimSpec(
+        f"synapse array {d}x{m}",
+        "\n".join(lines) + "\n",
+        (Analysis("op", "syn", tuple(vecs)),),
+        corner=corner,
+        library="\n" + synapse_subckt(w, design) + "\n",
+        mc_seed=mc_seed,
+        shared_cells=False,
+        end=True,
+    )
+    return spec.deck()
 
 
 def measure_synapse(
@@ -224,12 +231,12 @@ def measure_synapse(
 def bundle_synapses(bundle_dir, design: SynapseDesign = SynapseDesign(), frame_s: float = 10e-3) -> dict:
     """Cost of a trained one-layer bundle's candidate and threshold arrays, and their supply
     current on its test set (Kirchhoff: every line carries ``I_x sum |w| |x|``, every diode ``I_x |x|``)."""
-    from codesign.analog.evaluate import _layer_view, test_set
+    from codesign.analog.layer import layer_view, test_set
     from codesign.analog.mapping import spine
     from codesign.bundle import load_bundle
 
     bundle = load_bundle(bundle_dir)
-    w = spine(_layer_view(bundle)).weights
+    w = spine(layer_view(bundle)).weights
     arr = np.concatenate([w["w_cand"], w["w_thr"]]).astype(np.int64)
     bits = int(bundle.manifest.layers[0].weight_bits)
     xq, _ = test_set(bundle)

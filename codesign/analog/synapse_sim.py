@@ -26,7 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
-from codesign.analog.cells import I_CAS, NFET, VDD, deck_header, fmt
+from codesign.analog.cells import I_CAS, NFET, VDD, fmt
+from codesign.analog.spec import Analysis, SimSpec
 from codesign.analog.synapse import SynapseDesign, synapse_subckt
 from codesign.errors import CodesignError
 
@@ -91,13 +92,7 @@ def product_deck(
     expanded = np.zeros((rows.size, m), dtype=np.int64)
     expanded[np.arange(rows.size), cols] = w[rows, cols]
     n = rows.size
-    lines = [
-        deck_header(f"synapse products {n} of {w.shape}", corner=corner, mc_seed=mc_seed),
-        synapse_subckt(expanded, design, name="products"),
-        f"Vdd vdd 0 {VDD:g}",
-        "Isw 0 nsw DC 0",
-        "Vsense nsw 0 0",
-    ]
+    lines = [f"Vdd vdd 0 {VDD:g}", "Isw 0 nsw DC 0", "Vsense nsw 0 0"]
     for j in range(m):
         lines.append(f"F{j} vdd d_{j} Vsense 1")  # every input DAC copies the swept level
         lines.append(f"Vsx{j} sx_{j} 0 {VDD:g}")
@@ -112,16 +107,23 @@ def product_deck(
     ports = [f"d_{j}" for j in range(m)] + [f"sx_{j}" for j in range(m)] + [f"sxb_{j}" for j in range(m)]
     ports += [f"pos_{r}" for r in range(n)] + [f"neg_{r}" for r in range(n)] + ["vdd", "vcn"]
     lines.append("Xsyn " + " ".join(ports) + " products")
-    vecs = [f"i(Vp{r})" for r in range(n)] + [f"i(Vn{r})" for r in range(n)]
-    lines.append(".control\nset wr_singlescale\nset wr_vecnames\noption numdgt=12")
+    vecs = tuple(f"i(Vp{r})" for r in range(n)) + tuple(f"i(Vn{r})" for r in range(n))
     fine, coarse = sweep_plan(x_max)
-    lines.append(f"dc Isw 0 {fmt(fine * design.i_x)} {fmt(design.i_x)}")
-    lines.append("wrdata prod.dat " + " ".join(vecs))
+    sweeps = [Analysis(f"dc Isw 0 {fmt(fine * design.i_x)} {fmt(design.i_x)}", "prod", vecs)]
     if coarse:
-        lines.append(f"dc Isw {fmt(fine * design.i_x)} {fmt(x_max * design.i_x)} {fmt(coarse * design.i_x)}")
-        lines.append("wrdata prodc.dat " + " ".join(vecs))
-    lines.append("quit 0\n.endc\n.end\n")
-    return "\n".join(lines)
+        step = f"{fmt(fine * design.i_x)} {fmt(x_max * design.i_x)} {fmt(coarse * design.i_x)}"
+        sweeps.append(Analysis(f"dc Isw {step}", "prodc", vecs))
+    spec = SimSpec(
+        f"synapse products {n} of {w.shape}",
+        "\n".join(lines) + "\n",
+        tuple(sweeps),
+        corner=corner,
+        library="\n" + synapse_subckt(expanded, design, name="products") + "\n",
+        mc_seed=mc_seed,
+        shared_cells=False,
+        end=True,
+    )
+    return spec.deck()
 
 
 def sweep_plan(x_max: int) -> tuple[int, int]:
@@ -273,13 +275,13 @@ def test_set_figures(
     arrays alone cost in fidelity, without a cell transient per sequence. ``trim``: ``offset``
     folds every line's zero-input sum into its bias (:func:`line_offsets`), ``none`` does not."""
     from codesign.analog.behavioural import golden_signs, pair_signs
-    from codesign.analog.evaluate import _layer_view, analog_readout, test_set
+    from codesign.analog.layer import analog_readout, layer_view, test_set
     from codesign.analog.mapping import accumulators, map_bundle, spine
     from codesign.bundle import load_bundle
     from codesign.golden import run_golden
 
     bundle = load_bundle(bundle_dir)
-    view = _layer_view(bundle)
+    view = layer_view(bundle)
     sp = spine(view)
     w = sp.weights
     arr = np.concatenate([w["w_cand"], w["w_thr"]]).astype(np.int64)

@@ -8,8 +8,8 @@ module
    current scale of every neuron calibrated on all of the report's input sequences;
 2. plays the first of those sequences (at most ``steps`` steps) into ``neurons`` of the layer's
    ``d`` neurons, picked evenly over the layer, one ngspice transient per neuron (sky130 tt,
-   27 C), with the analog path's own drives: :func:`codesign.analog.checks.run_bundle_trace`
-   (BMRU, one frame per step) and :func:`codesign.analog.checks.run_ladder_trace` (native
+   27 C), with the analog path's own drives: :func:`codesign.analog.trace.run_bundle_trace`
+   (BMRU, one frame per step) and :func:`codesign.analog.ladder_trace.run_ladder_trace` (native
    ladders, 60 ms frames, ``stages`` stages started half full). The decks instantiate the same
    neuron subcircuits as the netlists;
 3. averages each supply current over the played steps (the reset preamble excluded):
@@ -125,18 +125,16 @@ def _hash(parts: dict, arrays: list[np.ndarray]) -> str:
 
 def _shared_bias_nw(ctx, name: str = "shared_bias") -> dict[str, float]:
     """Power of one ``bias_shared`` block (the BMRU layer's y-stage and cascode biases), DC."""
-    from codesign.analog import cells
     from codesign.analog.cells import VDD
-    from codesign.analog.ngspice import control_block
+    from codesign.analog.spec import Analysis, SimSpec
 
-    deck = (
-        cells.deck_header("shared bias block of a BMRU layer", corner=ctx.corner)
-        + cells.cell_library()
-        + cells.supplies()
-        + "Xbias vddb vbb vcn bias_shared\n"
-        + control_block([("op", "op", ["i(vdd)", "i(vddb)"])])
+    spec = SimSpec(
+        "shared bias block of a BMRU layer",
+        "Xbias vddb vbb vcn bias_shared\n",
+        (Analysis("op", "op", ("i(vdd)", "i(vddb)")),),
+        corner=ctx.corner,
     )
-    tab = ctx.run(deck, name, ["op"])["op"]
+    tab = ctx.simulate(spec, name)["op"]
     return {
         "core_nW": -VDD * float(tab["i(vdd)"][0]) / 1e-9,
         "bias_nW": -VDD * float(tab["i(vddb)"][0]) / 1e-9,
@@ -165,7 +163,6 @@ def analog_power(
     ``timeout``: seconds one ngspice run may take (long ladder transients get more, as in
     :mod:`codesign.analog.checks`).
     """
-    from codesign.analog.checks import Ctx
     from codesign.analog.mapping import map_bundle, spine
     from codesign.analog.ngspice import SimulationError, find_ngspice, ngspice_version
     from codesign.analog.pdk import SKY130_VERSION
@@ -226,74 +223,87 @@ def analog_power(
         say(f"analog: cached ngspice measurement {where / 'measurement.json'}")
         m = json.loads((where / "measurement.json").read_text())
     else:
-        from codesign.analog.checks import run_bundle_trace, run_ladder_trace
-        from codesign.analog.netlist import generate_netlists
-
-        t0 = time.monotonic()
-        ctx = Ctx(corner=CORNER, timeout=timeout, keep_dir=where / "decks")
-        generate_netlists(sb, where / "netlists", calibration=calibration, stages=stages)
-        rows = []
-        try:
-            shared = None if native else _shared_bias_nw(ctx)
-            for i in picked:
-                say(
-                    f"analog: ngspice, neuron {i} ({len(rows) + 1} of {len(picked)}), {n_steps} steps "
-                    f"of {frame * 1e3:g} ms"
-                )
-                if native:
-                    tr = run_ladder_trace(
-                        sb,
-                        played,
-                        ctx,
-                        stages=stages,
-                        maps=maps,
-                        neurons=[i],
-                        timing=timing,
-                        name=f"neuron_{i}",
-                    )
-                    agree = tr.rows[0]["count_agreement"]
-                else:
-                    tr = run_bundle_trace(
-                        sb, played, ctx, maps=maps, neurons=[i], timing=timing, name=f"neuron_{i}"
-                    )
-                    agree = tr.rows[0]["state_agreement"]
-                own = {k: v - (shared[k] if shared else 0.0) for k, v in tr.power.items()}
-                rows.append(
-                    {
-                        "neuron": i,
-                        "thresholds": "fixed" if maps[i].fixed_threshold else "per-step",
-                        **own,
-                        "total_nW": own["core_nW"] + own["bias_nW"],
-                        "golden_agreement": None if agree != agree else float(agree),
-                        "wall_s": tr.wall_s,
-                    }
-                )
-            synapses_nw = _synapses_nw(sb, played[0], where / "synapses")
-        except SimulationError as err:
-            return not_measured("failed", f"ngspice: {err}")
-        m = {
-            "synapses_nW": synapses_nw,
-            "synapse_ix_fA": SYNAPSE_IX / 1e-15,
+        setup = {
             "native": native,
+            "stages": stages,
+            "timing": timing,
+            "frame": frame,
             "circuit": circuit,
-            "stages": stages if native else None,
-            "frame_s": frame,
-            "steps": n_steps,
-            "neurons": picked,
-            "layer_neurons": d,
-            "per_neuron": rows,
-            "shared_bias": shared,
-            "corner": CORNER,
+            "calibration": calibration,
             "ngspice_version": key_parts["ngspice"],
-            "decks": ctx.decks,
-            "sim_wall_s": ctx.sim_wall_s,
-            "wall_s": time.monotonic() - t0,
-            "netlists": str(where / "netlists"),
-            "decks_dir": str(where / "decks"),
             "key": key,
         }
+        try:
+            m = _measure(sb, maps, picked, played, setup, timeout, where, say)
+        except SimulationError as err:
+            return not_measured("failed", f"ngspice: {err}")
         write_text(where / "measurement.json", json.dumps(m, indent=1) + "\n")
     return _section(m, step_rate, steps_per_inference, cached, source)
+
+
+def _measure(
+    sb, maps, picked: list[int], played: np.ndarray, setup: dict, timeout: float, where: Path, say
+) -> dict:
+    """Every picked neuron alone in ngspice (its netlist, decks and logs under ``where``), its
+    power less the layer's shared bias, and the synapse arrays' power: the measurement record."""
+    from codesign.analog.ladder_trace import run_ladder_trace
+    from codesign.analog.netlist import generate_netlists
+    from codesign.analog.sim import Ctx
+    from codesign.analog.trace import run_bundle_trace
+
+    native, stages, timing, frame = setup["native"], setup["stages"], setup["timing"], setup["frame"]
+    n_steps = int(played.shape[1])
+    t0 = time.monotonic()
+    ctx = Ctx(corner=CORNER, timeout=timeout, keep_dir=where / "decks")
+    generate_netlists(sb, where / "netlists", calibration=setup["calibration"], stages=stages)
+    rows = []
+    shared = None if native else _shared_bias_nw(ctx)
+    for i in picked:
+        say(
+            f"analog: ngspice, neuron {i} ({len(rows) + 1} of {len(picked)}), {n_steps} steps "
+            f"of {frame * 1e3:g} ms"
+        )
+        if native:
+            tr = run_ladder_trace(
+                sb, played, ctx, stages=stages, maps=maps, neurons=[i], timing=timing, name=f"neuron_{i}"
+            )
+            agree = tr.rows[0]["count_agreement"]
+        else:
+            tr = run_bundle_trace(sb, played, ctx, maps=maps, neurons=[i], timing=timing, name=f"neuron_{i}")
+            agree = tr.rows[0]["state_agreement"]
+        own = {k: v - (shared[k] if shared else 0.0) for k, v in tr.power.items()}
+        rows.append(
+            {
+                "neuron": i,
+                "thresholds": "fixed" if maps[i].fixed_threshold else "per-step",
+                **own,
+                "total_nW": own["core_nW"] + own["bias_nW"],
+                "golden_agreement": None if agree != agree else float(agree),
+                "wall_s": tr.wall_s,
+            }
+        )
+    synapses_nw = _synapses_nw(sb, played[0], where / "synapses")
+    return {
+        "synapses_nW": synapses_nw,
+        "synapse_ix_fA": SYNAPSE_IX / 1e-15,
+        "native": native,
+        "circuit": setup["circuit"],
+        "stages": stages if native else None,
+        "frame_s": frame,
+        "steps": n_steps,
+        "neurons": picked,
+        "layer_neurons": sb.net.hidden_size,
+        "per_neuron": rows,
+        "shared_bias": shared,
+        "corner": CORNER,
+        "ngspice_version": setup["ngspice_version"],
+        "decks": ctx.decks,
+        "sim_wall_s": ctx.sim_wall_s,
+        "wall_s": time.monotonic() - t0,
+        "netlists": str(where / "netlists"),
+        "decks_dir": str(where / "decks"),
+        "key": setup["key"],
+    }
 
 
 def _synapses_nw(sb, x: np.ndarray, cache: Path) -> float:
@@ -310,32 +320,14 @@ def _synapses_nw(sb, x: np.ndarray, cache: Path) -> float:
     return float(array_supply(table, x, lines).mean() / 1e-9)
 
 
-def _section(m: dict, step_rate: float, steps_per_inference: float, cached: bool, source: str) -> dict:
-    """Scale a measurement to the layer and the report's step rate; say how."""
+def _assumptions(m: dict, per: np.ndarray, sem: float | None, step_rate: float) -> list[str]:
+    """What the scaled figure assumes: how representative the simulated neurons are, static power,
+    the models, and how the frames relate to the report's step period."""
     from codesign.analog.cells import DpiParams
 
-    rows, d, n = m["per_neuron"], m["layer_neurons"], len(m["per_neuron"])
-    shared = m["shared_bias"] or {"core_nW": 0.0, "bias_nW": 0.0, "input_nW": 0.0}
-    layer = {k: shared[k] + d / n * sum(r[k] for r in rows) for k in ("core_nW", "bias_nW", "input_nW")}
-    cells_nw = layer["core_nW"] + layer["bias_nW"]
-    per = np.array([r["total_nW"] for r in rows])
-    # standard error of d x (mean of n neurons drawn from d), finite-population corrected (0 when n == d)
-    sem = float(per.std(ddof=1) / np.sqrt(n) * np.sqrt((d - n) / (d - 1))) if 1 < n < d else None
+    d, n = m["layer_neurons"], len(m["per_neuron"])
     period = 1.0 / step_rate
-    e_step_pj = cells_nw * 1e-9 * period * 1e12
     frame_ms = m["frame_s"] * 1e3
-    scaling = (
-        f"measured on {n} of {d} neurons (indices {', '.join(map(str, m['neurons']))}, spread evenly), one "
-        f"ngspice transient each, {m['steps']} steps of the first input sequence at {frame_ms:g} ms per step; "
-        f"layer power = {d}/{n} x the simulated neurons"
-        + (
-            " (each minus the shared bias block, measured in a deck of its own) + the shared bias block once"
-            if m["shared_bias"]
-            else " (each ladder has its own bias generator)"
-        )
-        + f"; energy per step = layer power / {step_rate:g} steps/s; per inference = per step x "
-        f"{steps_per_inference:g} steps"
-    )
     if n < d:
         spread = (
             f"the {n} simulated neurons are representative of the layer (per-neuron cell power "
@@ -371,6 +363,34 @@ def _section(m: dict, step_rate: float, steps_per_inference: float, cached: bool
             f"BMRU cells played at {frame_ms:g} ms frames (their shortest); the report's period is "
             f"{period * 1e3:g} ms"
         )
+    return assumptions
+
+
+def _section(m: dict, step_rate: float, steps_per_inference: float, cached: bool, source: str) -> dict:
+    """Scale a measurement to the layer and the report's step rate; say how."""
+    rows, d, n = m["per_neuron"], m["layer_neurons"], len(m["per_neuron"])
+    shared = m["shared_bias"] or {"core_nW": 0.0, "bias_nW": 0.0, "input_nW": 0.0}
+    layer = {k: shared[k] + d / n * sum(r[k] for r in rows) for k in ("core_nW", "bias_nW", "input_nW")}
+    cells_nw = layer["core_nW"] + layer["bias_nW"]
+    per = np.array([r["total_nW"] for r in rows])
+    # standard error of d x (mean of n neurons drawn from d), finite-population corrected (0 when n == d)
+    sem = float(per.std(ddof=1) / np.sqrt(n) * np.sqrt((d - n) / (d - 1))) if 1 < n < d else None
+    period = 1.0 / step_rate
+    e_step_pj = cells_nw * 1e-9 * period * 1e12
+    frame_ms = m["frame_s"] * 1e3
+    scaling = (
+        f"measured on {n} of {d} neurons (indices {', '.join(map(str, m['neurons']))}, spread evenly), one "
+        f"ngspice transient each, {m['steps']} steps of the first input sequence at {frame_ms:g} ms per step; "
+        f"layer power = {d}/{n} x the simulated neurons"
+        + (
+            " (each minus the shared bias block, measured in a deck of its own) + the shared bias block once"
+            if m["shared_bias"]
+            else " (each ladder has its own bias generator)"
+        )
+        + f"; energy per step = layer power / {step_rate:g} steps/s; per inference = per step x "
+        f"{steps_per_inference:g} steps"
+    )
+    assumptions = _assumptions(m, per, sem, step_rate)
     agree = [r["golden_agreement"] for r in rows if r["golden_agreement"] is not None]
     return {
         "status": "measured",

@@ -1,6 +1,6 @@
 """Time analog-eval's own ladder decks under deck variants against a reference cache.
 
-CACHE=runs/analog_eval/jv_cmru_d8 PYTHONPATH=. python analog/report/eval/ladder_speed.py SEQ NEURONS VARIANT...
+CACHE=runs/analog_eval/jv_cmru_d8 PYTHONPATH=. python scripts/analog_ladder_speed.py SEQ NEURONS VARIANT...
 
 Runs the ladder deck of each named neuron of JapaneseVowels test sequence SEQ exactly as
 ``codesign analog-eval models/bundles/japanese_vowels_cmru_d8 --reltol 1e-3 --ladder-group 1
@@ -22,8 +22,9 @@ import numpy as np
 
 from codesign.analog.checks import ladder_ranges
 from codesign.analog.drive import LadderTiming
-from codesign.analog.evaluate import _ladder_deck, _layer_view, test_set
+from codesign.analog.evaluate import _ladder_deck
 from codesign.analog.ladder_deck import LADDER_DECKS, LadderDeck
+from codesign.analog.layer import layer_view, test_set
 from codesign.analog.mapping import map_bundle
 from codesign.bundle import load_bundle
 
@@ -34,7 +35,7 @@ for f in glob.glob(CACHE + "/*.json"):
     keys[r["sequence"]] = f.split("/")[-1][:-5]
 
 b = load_bundle("models/bundles/japanese_vowels_cmru_d8")
-view = _layer_view(b)
+view = layer_view(b)
 xq, y = test_set(b)
 maps = map_bundle(view, xq, normalise=True)
 seq = int(sys.argv[1])

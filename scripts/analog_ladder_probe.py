@@ -5,7 +5,7 @@ Runs the neurons' ladders for one test sequence with the settings of ``codesign 
 reset from the operating point) in one ngspice deck and prints each neuron's counts beside the
 golden ones. From the repository root::
 
-    PYTHONPATH=. python analog/report/eval/ladder_probe.py SEQUENCE NEURONS step|neuron [STEPS]
+    PYTHONPATH=. python scripts/analog_ladder_probe.py SEQUENCE NEURONS step|neuron [STEPS]
 
 e.g. ``0 6,7 step`` (sequence 0, neurons 6 and 7).
 """
@@ -14,7 +14,7 @@ import sys
 import time
 
 from codesign.analog.checks import Ctx, ladder_ranges, run_ladder_trace
-from codesign.analog.evaluate import _layer_view, test_set
+from codesign.analog.layer import layer_view, test_set
 from codesign.analog.mapping import map_bundle
 from codesign.bundle import load_bundle
 
@@ -23,7 +23,7 @@ neurons = [int(v) for v in sys.argv[2].split(",")]
 norm = sys.argv[3] == "step"
 steps = int(sys.argv[4]) if len(sys.argv) > 4 else None
 bundle = load_bundle("models/bundles/japanese_vowels_cmru")
-view = _layer_view(bundle)
+view = layer_view(bundle)
 xq, _ = test_set(bundle)
 maps = map_bundle(view, xq, normalise=norm)
 x = xq[seq : seq + 1] if steps is None else xq[seq : seq + 1, :steps]

@@ -1,6 +1,6 @@
 """Time one ladder deck of a CMRU bundle under deck variants.
 
-PYTHONPATH=. python analog/report/eval/ladder_bench.py BUNDLE SEQ NEURONS STEPS VARIANT...
+PYTHONPATH=. python scripts/analog_ladder_bench.py BUNDLE SEQ NEURONS STEPS VARIANT...
 VARIANT: base, or comma-separated key=value of tmax (s), reltol, frame (s), tc (candidate pulse, s), dpi (p|n), rows.
 """
 
@@ -10,12 +10,12 @@ import sys
 from codesign.analog.cells import DPI_N, DpiParams
 from codesign.analog.checks import Ctx, ladder_ranges, run_ladder_trace
 from codesign.analog.drive import LadderTiming
-from codesign.analog.evaluate import _layer_view, test_set
+from codesign.analog.layer import layer_view, test_set
 from codesign.analog.mapping import map_bundle
 from codesign.bundle import load_bundle
 
 b = load_bundle(sys.argv[1])
-view = _layer_view(b)
+view = layer_view(b)
 seq = int(sys.argv[2])
 neurons = [int(v) for v in sys.argv[3].split(",")]
 steps = int(sys.argv[4])

@@ -1,6 +1,6 @@
 """Compare two analog-eval caches of a native CMRU bundle sequence by sequence.
 
-PYTHONPATH=. python analog/report/eval/compare_ladder_caches.py REFERENCE_CACHE NEW_CACHE [--json OUT]
+PYTHONPATH=. python scripts/analog_compare_ladder_caches.py REFERENCE_CACHE NEW_CACHE [--json OUT]
 
 For every sequence held by both: whether the count read at every step of every neuron is the same,
 the state agreement and power of each, and the new run's ngspice CPU time and Newton iterations.

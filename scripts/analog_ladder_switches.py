@@ -1,6 +1,6 @@
 """When did each stage of one neuron's ladder switch around one step?
 
-CACHE=runs/analog_eval/jv_cmru_d8 PYTHONPATH=. python analog/report/eval/ladder_switches.py SEQ NEURON STEP [OVERDRIVE]
+CACHE=runs/analog_eval/jv_cmru_d8 PYTHONPATH=. python scripts/analog_ladder_switches.py SEQ NEURON STEP [OVERDRIVE]
 
 Runs the reference ladder deck of NEURON for JapaneseVowels test sequence SEQ exactly as
 ``codesign analog-eval models/bundles/japanese_vowels_cmru_d8 --reltol 1e-3 --tmax-ms 5
@@ -20,9 +20,11 @@ import sys
 import numpy as np
 
 from codesign.analog import checks
+from codesign.analog.cells import VDD
 from codesign.analog.checks import ladder_ranges
 from codesign.analog.drive import LadderTiming
-from codesign.analog.evaluate import _ladder_deck, _layer_view, test_set
+from codesign.analog.evaluate import _ladder_deck
+from codesign.analog.layer import layer_view, test_set
 from codesign.analog.mapping import accumulators, map_bundle
 from codesign.bundle import load_bundle
 
@@ -32,7 +34,7 @@ keys = {json.load(open(f))["sequence"]: f.split("/")[-1][:-5] for f in glob.glob
 ref = np.asarray(json.load(open(f"{CACHE}/decks/{keys[seq]}_n{neuron:03d}.json"))["h_analog"])[:, 0]
 
 b = load_bundle("models/bundles/japanese_vowels_cmru_d8")
-view = _layer_view(b)
+view = layer_view(b)
 xq, _ = test_set(b)
 maps = map_bundle(view, xq, normalise=True)
 x = xq[seq : seq + 1]
@@ -94,7 +96,7 @@ for k in range(max(step - 1, 0), min(step + 2, len(h))):
     inside = (t >= t0) & (t < t1)
     switches = []
     for s, node in enumerate(nodes, 1):
-        v = tab[node][inside] - checks.VDD / 2
+        v = tab[node][inside] - VDD / 2
         for j in np.nonzero(np.diff(np.sign(v)) != 0)[0]:
             switches.append(
                 [s, "on" if v[j + 1] < 0 else "off", round(float(t[inside][j + 1] - t0) * 1e3, 3)]
