@@ -113,3 +113,28 @@ def test_the_flow_maps_simulates_and_implements_for_its_device(tmp_path: Path):
     assert mapped[mapped.index("--device") + 1] == "ecp5-25k" and "--step-rate" in mapped
     asic = flow_stages(FlowOptions(recipe=recipe, folder=tmp_path, device="asic"))
     assert [s.name for s in asic] == ["train", "export", "map", "sim", "area", "report"]
+
+
+@pytest.mark.slow
+@pytest.mark.sim
+def test_a_recipe_flows_to_a_report_and_a_second_run_skips_every_stage(tmp_path: Path):
+    """The whole flow on a small recipe for the ASIC (train .. area .. report), then resumed."""
+    import yaml
+
+    root = Path(__file__).resolve().parents[1]
+    recipe = yaml.safe_load((root / "models" / "copy_first_cmru.yaml").read_text())
+    recipe["task"].update(length=20, val_size=100, test_size=100)
+    recipe["train"].update(iterations=60, eval_every=30, max_seconds=None)
+    path = tmp_path / "tiny.yaml"
+    path.write_text(yaml.safe_dump(recipe))
+    opts = FlowOptions(recipe=path, folder=tmp_path / "flow", device="asic", sequences=3)
+    first = run_stages(flow_stages(opts), opts.folder, progress=lambda _: None)
+    assert [o.status for o in first] == ["ran"] * 6
+    sim = json.loads((opts.folder / "sim.json").read_text())
+    assert sim["sequences"] == 3 and sim["mismatches"] == 0
+    report = json.loads((opts.folder / "report.json").read_text())
+    assert report["latency"]["cycles_per_step"] > 0
+    mapping = json.loads((opts.folder / "build" / "build.json").read_text())["mapping"]
+    assert mapping["device"] == "asic"
+    again = run_stages(flow_stages(opts), opts.folder, progress=lambda _: None)
+    assert [o.status for o in again] == ["skipped"] * 6
