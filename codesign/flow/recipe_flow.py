@@ -144,10 +144,9 @@ def flow_summary(opts: FlowOptions) -> list[tuple[str, str]]:
                 rows.append((f"test accuracy, {label}", f"{prov[key]:.4f}"))
     mapping = _dig(_read_json(f / "build" / "build.json"), "mapping")
     if isinstance(mapping, dict):
-        chosen = mapping.get("options") or mapping.get("chosen") or {}
-        rows.append(
-            ("mapping", ", ".join(f"{k}={v}" for k, v in chosen.items()) or json.dumps(mapping)[:120])
-        )
+        rows.append(("mapping (codesign rtl)", str(mapping.get("command_options", ""))))
+        if mapping.get("reason"):
+            rows.append(("why", str(mapping["reason"])))
     sim = _read_json(f / "sim.json")
     if sim:
         acc = sim.get("accuracy")
