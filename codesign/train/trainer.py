@@ -109,46 +109,11 @@ def run_device(recipe: Recipe) -> torch.device:
 
 
 @torch.no_grad()
-def evaluate(model: torch.nn.Module, task, x: torch.Tensor, y: torch.Tensor, batch: int = 256) -> float:
-    """Accuracy (over labelled positions) for classification, mean absolute error for regression."""
-    was_training = model.training
-    model.eval()
-    total, count = 0.0, 0
-    device = model_device(model)
-    for i in range(0, len(x), batch):
-        out, tgt = model(x[i : i + batch].to(device)), y[i : i + batch].to(device)
-        if task.kind == "classification":
-            mask = tgt != IGNORE_INDEX
-            total += (out.argmax(-1)[mask] == tgt[mask]).sum().item()
-            count += int(mask.sum())
-        else:
-            total += (out - tgt).abs().sum().item()
-            count += tgt.numel()
-    model.train(was_training)
-    return total / max(1, count)
-
-
-@torch.no_grad()
-def validation_loss(
-    model: torch.nn.Module, task, x: torch.Tensor, y: torch.Tensor, batch: int = 256
-) -> float:
-    """Mean training loss (cross-entropy or MSE) over ``x``: the tie-break of model selection."""
-    was_training = model.training
-    model.eval()
-    total = 0.0
-    device = model_device(model)
-    for i in range(0, len(x), batch):
-        xb, yb = x[i : i + batch].to(device), y[i : i + batch].to(device)
-        total += loss_fn(task, model(xb), yb).item() * len(xb)
-    model.train(was_training)
-    return total / max(1, len(x))
-
-
-@torch.no_grad()
 def metric_and_loss(
     model: torch.nn.Module, task, x: torch.Tensor, y: torch.Tensor, batch: int = 256
 ) -> tuple[float, float]:
-    """:func:`evaluate` and :func:`validation_loss` from one forward pass per batch (the same numbers)."""
+    """The metric (accuracy over labelled positions, or mean absolute error for regression) and the
+    mean training loss (cross-entropy or MSE), from one forward pass per batch."""
     was_training = model.training
     model.eval()
     total, count, loss = 0.0, 0, 0.0
@@ -165,6 +130,18 @@ def metric_and_loss(
             count += tgt.numel()
     model.train(was_training)
     return total / max(1, count), loss / max(1, len(x))
+
+
+def evaluate(model: torch.nn.Module, task, x: torch.Tensor, y: torch.Tensor, batch: int = 256) -> float:
+    """Accuracy (over labelled positions) for classification, mean absolute error for regression."""
+    return metric_and_loss(model, task, x, y, batch)[0]
+
+
+def validation_loss(
+    model: torch.nn.Module, task, x: torch.Tensor, y: torch.Tensor, batch: int = 256
+) -> float:
+    """Mean training loss (cross-entropy or MSE) over ``x``: the tie-break of model selection."""
+    return metric_and_loss(model, task, x, y, batch)[1]
 
 
 def window_criterion(window: list[dict]) -> tuple[float, float]:
