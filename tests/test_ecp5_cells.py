@@ -28,27 +28,39 @@ class Ram:
 
 def _pins(width: int, word: int, be: int) -> int:
     """The 14 address pins for ``word`` at ``width``: yosys' layout in brams_map_16kd.v."""
-    if width == 9:
-        return word << 3
+    if width <= 9:
+        return word << {1: 0, 2: 1, 4: 2, 9: 3}[width]
     if width == 18:
         return (word << 4) | (be & 3)
     return (word << 5) | (be & 15)
 
 
+def _bit(width: int, word: int, j: int) -> int:
+    """Where bit ``j`` of ``word`` at ``width`` lives in the flat array of 18-bit words.
+
+    Widths 9, 18 and 36 tile the array; widths 1, 2 and 4 tile its 16 data bits per word (0-7 and
+    9-16), skipping the parity bits 8 and 17.
+    """
+    if width >= 9:
+        return word * width + j
+    d = word * width + j
+    return (d // 16) * 18 + d % 16 + (d % 16 >= 8)
+
+
 class Flat:
-    """The reference: the block as one flat bit vector, word ``k`` of width ``w`` at bit ``k*w``."""
+    """The reference: the block as one flat bit vector, bits placed by :func:`_bit`."""
 
     def __init__(self, init: int):
         self.bits = init
 
     def read(self, width: int, word: int) -> int:
-        return (self.bits >> (word * width)) & ((1 << width) - 1)
+        return sum(((self.bits >> _bit(width, word, j)) & 1) << j for j in range(width))
 
     def write(self, width: int, word: int, data: int, be: int) -> None:
-        for byte in range(max(1, width // 9)):
-            if width == 9 or be >> byte & 1:
-                pos = word * width + 9 * byte
-                self.bits = (self.bits & ~(0x1FF << pos)) | (((data >> (9 * byte)) & 0x1FF) << pos)
+        for j in range(width):
+            if width < 18 or be >> (j // 9) & 1:
+                pos = _bit(width, word, j)
+                self.bits = (self.bits & ~(1 << pos)) | (((data >> j) & 1) << pos)
 
 
 def _initvals(init: int) -> list[int]:
@@ -63,7 +75,7 @@ def _initvals(init: int) -> list[int]:
 
 
 def _port_op(rng: random.Random, width: int, can_write: bool) -> dict:
-    depth = BITS // width
+    depth = (BITS if width >= 9 else 16 * 1024) // width  # narrow widths skip the parity bits
     return {
         "ce": int(rng.random() < 0.85),
         "we": int(can_write and rng.random() < 0.5),
@@ -167,6 +179,11 @@ RAMS = [
     Ram(36, 36),
     Ram(36, 9),
     Ram(18, 9, "READBEFOREWRITE", "NORMAL"),
+    Ram(4, 18, "WRITETHROUGH", "READBEFOREWRITE"),
+    Ram(1, 2, "READBEFOREWRITE", "WRITETHROUGH", resetmode="ASYNC"),
+    Ram(2, 9, "NORMAL", "WRITETHROUGH"),
+    Ram(36, 4),
+    Ram(36, 1),
 ]
 
 
@@ -230,7 +247,7 @@ def test_the_mult18x18d_model_multiplies_signed_and_unsigned(tmp_path):
 def test_a_dp16kd_mode_the_model_lacks_is_refused_by_name():
     netlist = """
   DP16KD #(
-    .DATA_WIDTH_A(32'd4),
+    .DATA_WIDTH_A(32'd8),
     .DATA_WIDTH_B(32'd18),
     .REGMODE_B("OUTREG")
   ) \\mem.0.0  (
@@ -238,7 +255,7 @@ def test_a_dp16kd_mode_the_model_lacks_is_refused_by_name():
   );
 """
     with pytest.raises(
-        CodesignError, match=r"DP16KD \\mem.0.0: DATA_WIDTH_A=4, REGMODE_B=OUTREG is not modelled"
+        CodesignError, match=r"DP16KD \\mem.0.0: DATA_WIDTH_A=8, REGMODE_B=OUTREG is not modelled"
     ):
         check_modelled(netlist)
-    assert check_modelled(netlist.replace("32'd4", "32'd9").replace("OUTREG", "NOREG")) == 1
+    assert check_modelled(netlist.replace("32'd8", "32'd4").replace("OUTREG", "NOREG")) == 1

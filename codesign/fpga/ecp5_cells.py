@@ -10,9 +10,12 @@ them, so an unmodelled corner never simulates silently wrong.
 
 * the array is 1024 words of 18 bits; ``INITVAL_xx`` holds words ``16*xx .. 16*xx+15``, word ``i``
   at bits ``[20*i +: 18]`` (the layout of ``init_slice`` in ``brams_map_16kd.v``);
-* port widths 9 (address ``AD[13:3]``, ``AD[3]`` picks the half-word), 18 (address ``AD[13:4]``,
-  byte enables on ``AD[1:0]``) and 36 (pseudo dual port: port A writes ``{DIB, DIA}`` at
-  ``AD[13:5]`` with byte enables on ``ADA[3:0]``, port B reads ``{DOB, DOA}``);
+* port widths 1, 2 and 4 (address ``AD[13:0]``, ``AD[13:1]``, ``AD[13:2]``; an array word holds
+  16 of their bits, 0-7 and 9-16, in address order: the parity bits 8 and 17 are out of their
+  reach), 9 (address ``AD[13:3]``, ``AD[3]`` picks the half-word), 18 (address ``AD[13:4]``, byte
+  enables on ``AD[1:0]``) and 36 (pseudo dual port: port A writes ``{DIB, DIA}`` at ``AD[13:5]``
+  with byte enables on ``ADA[3:0]``, port B reads ``{DOB, DOA}``); this is the layout in which
+  yosys writes ``INITVAL`` for each width;
 * synchronous read (``REGMODE`` ``NOREG``, so ``OCE`` has no effect), ``CE`` gating reads and
   writes, write modes ``NORMAL`` (output holds), ``WRITETHROUGH`` (output shows the new word) and
   ``READBEFOREWRITE`` (output shows the old word), chip-select decode ``CSDECODE``, clock
@@ -22,7 +25,7 @@ them, so an unmodelled corner never simulates silently wrong.
   old word (the ports are not transparent to each other; yosys adds soft logic where the RTL needs
   transparency).
 
-Widths 1, 2 and 4 and the output register (``REGMODE`` ``OUTREG``) are not modelled.
+The output register (``REGMODE`` ``OUTREG``), which yosys never selects, is not modelled.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from codesign.errors import CodesignError
 
 __all__ = ["MODELLED_WIDTHS", "check_modelled", "ecp5_models"]
 
-MODELLED_WIDTHS = (9, 18, 36)
+MODELLED_WIDTHS = (1, 2, 4, 9, 18, 36)
 _WRITEMODES = ("NORMAL", "WRITETHROUGH", "READBEFOREWRITE")
 
 
@@ -47,39 +50,47 @@ def _init_lines() -> str:
 
 
 def _port(p: str) -> str:
-    """One port's clocked process (``p`` is ``A`` or ``B``); widths 9 and 18 only, 36 is special."""
+    """One port's clocked process (``p`` is ``A`` or ``B``): widths 1 to 18; 36 has its own."""
+    s = p.lower()
+    writes = {w: f"{w}: mem[ad{s}[13:4]][pos_{s} +: {w}] <= di{s}[{w - 1}:0];" for w in (9, 4, 2)}
+    merges = {w: f"{w}: new_{s}[pos_{s} +: {w}] = di{s}[{w - 1}:0];" for w in (9, 4, 2)}
     return f"""
-	wire arst_{p.lower()} = (RESETMODE == "ASYNC") & RST{p};
-	always @(posedge clk_{p.lower()} or posedge arst_{p.lower()}) begin
-		if (arst_{p.lower()}) begin
-			do{p.lower()}_r <= 18'd0;
+	wire arst_{s} = (RESETMODE == "ASYNC") & RST{p};
+	wire [4:0] pos_{s} = bitpos(DATA_WIDTH_{p}, ad{s});
+	always @(posedge clk_{s} or posedge arst_{s}) begin
+		if (arst_{s}) begin
+			do{s}_r <= 18'd0;
 		end else if (RESETMODE == "SYNC" && RST{p}) begin
-			do{p.lower()}_r <= 18'd0;
-		end else if (CE{p} && cs_{p.lower()} && DATA_WIDTH_{p} != 36) begin
-			old_{p.lower()} = mem[ad{p.lower()}[13:4]];
-			new_{p.lower()} = old_{p.lower()};
-			if (DATA_WIDTH_{p} == 18) begin
-				if (ad{p.lower()}[0]) new_{p.lower()}[8:0] = di{p.lower()}[8:0];
-				if (ad{p.lower()}[1]) new_{p.lower()}[17:9] = di{p.lower()}[17:9];
-			end else if (ad{p.lower()}[3]) begin
-				new_{p.lower()}[17:9] = di{p.lower()}[8:0];
-			end else begin
-				new_{p.lower()}[8:0] = di{p.lower()}[8:0];
+			do{s}_r <= 18'd0;
+		end else if (CE{p} && cs_{s} && DATA_WIDTH_{p} != 36) begin
+			old_{s} = mem[ad{s}[13:4]];
+			new_{s} = old_{s};
+			case (DATA_WIDTH_{p})
+			18: begin
+				if (ad{s}[0]) new_{s}[8:0] = di{s}[8:0];
+				if (ad{s}[1]) new_{s}[17:9] = di{s}[17:9];
 			end
+			{merges[9]}
+			{merges[4]}
+			{merges[2]}
+			default: new_{s}[pos_{s}] = di{s}[0];
+			endcase
 			if (WE{p}) begin
-				if (DATA_WIDTH_{p} == 18) begin
-					if (ad{p.lower()}[0]) mem[ad{p.lower()}[13:4]][8:0] <= di{p.lower()}[8:0];
-					if (ad{p.lower()}[1]) mem[ad{p.lower()}[13:4]][17:9] <= di{p.lower()}[17:9];
-				end else if (ad{p.lower()}[3]) begin
-					mem[ad{p.lower()}[13:4]][17:9] <= di{p.lower()}[8:0];
-				end else begin
-					mem[ad{p.lower()}[13:4]][8:0] <= di{p.lower()}[8:0];
+				case (DATA_WIDTH_{p})
+				18: begin
+					if (ad{s}[0]) mem[ad{s}[13:4]][8:0] <= di{s}[8:0];
+					if (ad{s}[1]) mem[ad{s}[13:4]][17:9] <= di{s}[17:9];
 				end
+				{writes[9]}
+				{writes[4]}
+				{writes[2]}
+				default: mem[ad{s}[13:4]][pos_{s}] <= di{s}[0];
+				endcase
 			end
 			if (!WE{p} || WRITEMODE_{p} == "READBEFOREWRITE")
-				do{p.lower()}_r <= narrow(old_{p.lower()}, DATA_WIDTH_{p}, ad{p.lower()}[3]);
+				do{s}_r <= narrow(old_{s}, DATA_WIDTH_{p}, pos_{s});
 			else if (WRITEMODE_{p} == "WRITETHROUGH")
-				do{p.lower()}_r <= narrow(new_{p.lower()}, DATA_WIDTH_{p}, ad{p.lower()}[3]);
+				do{s}_r <= narrow(new_{s}, DATA_WIDTH_{p}, pos_{s});
 		end
 	end
 """
@@ -102,11 +113,31 @@ def _dp16kd_body() -> str:
 		input [39:0] text;
 		cs_code = {{text[23:16] == "1", text[15:8] == "1", text[7:0] == "1"}};
 	endfunction
+	function [4:0] bitpos;  // where a port word narrower than 18 sits in its array word
+		input integer width;
+		input [13:0] ad;
+		reg [4:0] d;
+		begin
+			case (width)
+			9: d = ad[3] ? 5'd8 : 5'd0;
+			4: d = {{1'b0, ad[3:2], 2'b00}};
+			2: d = {{1'b0, ad[3:1], 1'b0}};
+			1: d = {{1'b0, ad[3:0]}};
+			default: d = 5'd0;
+			endcase
+			bitpos = d + (d >= 5'd8);  // bits 8 and 17 are the parity bits, only widths 9+ use them
+		end
+	endfunction
 	function [17:0] narrow;  // the read word as the port's width presents it
 		input [17:0] word;
 		input integer width;
-		input high;
-		narrow = width == 18 ? word : {{9'd0, high ? word[17:9] : word[8:0]}};
+		input [4:0] pos;
+		narrow = width == 18 ? word : (word >> pos) & ((18'd1 << width) - 18'd1);
+	endfunction
+
+	function legal;
+		input integer width;
+		legal = width == 1 || width == 2 || width == 4 || width == 9 || width == 18 || width == 36;
 	endfunction
 
 	wire cs_a = {{CSA2, CSA1, CSA0}} == cs_code(CSDECODE_A);
@@ -114,9 +145,7 @@ def _dp16kd_body() -> str:
 
 	integer i;
 	initial begin
-		if ((DATA_WIDTH_A != 9 && DATA_WIDTH_A != 18 && DATA_WIDTH_A != 36)
-			|| (DATA_WIDTH_B != 9 && DATA_WIDTH_B != 18 && DATA_WIDTH_B != 36)
-			|| REGMODE_A != "NOREG" || REGMODE_B != "NOREG") begin
+		if (!legal(DATA_WIDTH_A) || !legal(DATA_WIDTH_B) || REGMODE_A != "NOREG" || REGMODE_B != "NOREG") begin
 			$display("DP16KD %m: DATA_WIDTH_A=%0d DATA_WIDTH_B=%0d REGMODE_A/B are not modelled", DATA_WIDTH_A, DATA_WIDTH_B);
 			$finish;
 		end
