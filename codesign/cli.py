@@ -876,8 +876,8 @@ def sim(
     netlist: Annotated[
         str | None,
         typer.Option(
-            help="simulate the accelerator as yosys maps it for this chip (up5k or hx8k): block RAM, SPRAM, "
-            "DSP and LUT primitives with yosys' cell models, in BUILD/netlist/DEVICE/"
+            help="simulate the accelerator as yosys maps it for this chip (up5k, hx8k, ecp5-25k or ecp5-85k): "
+            "block RAM, SPRAM, DSP and LUT primitives with their cell models, in BUILD/netlist/DEVICE/"
         ),
     ] = None,
     test_set: Annotated[

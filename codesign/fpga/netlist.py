@@ -2,12 +2,12 @@
 
 ``codesign synth`` verifies nothing after yosys: a wrong memory mapping, an uninitialised block
 RAM, a LUT multiplier or a retimed path that differs from the RTL would reach the bitstream
-unseen. :func:`netlist_build` runs the same ``synth_ice40`` mapping that ``codesign synth`` runs
-(block RAM, SPRAM, DSP and LUT primitives, the memory attributes the plan set), with the
-accelerator as the top so that its ports stay the testbench's ports, and writes the mapped
-netlist with yosys' own simulation models of the iCE40 primitives appended. The ECP5 is refused:
-yosys ships only black boxes of its block RAM and multiplier, so its netlist cannot be simulated
-faithfully.
+unseen. :func:`netlist_build` runs the same ``synth_ice40`` / ``synth_ecp5`` mapping that
+``codesign synth`` runs (block RAM, SPRAM, DSP and LUT primitives, the memory attributes the plan
+set), with the accelerator as the top so that its ports stay the testbench's ports, and writes the
+mapped netlist with the primitives' simulation models appended: yosys' own for the iCE40 and the
+ECP5 logic, and for the ECP5 block RAM and multiplier, of which yosys ships only black boxes, the
+models of :mod:`codesign.fpga.ecp5_cells` (a netlist using a block-RAM mode they lack is refused).
 The result is a build folder like the one ``codesign rtl`` makes (``build.json``, the bundle), so
 the cocotb testbench and the golden-model scoreboard run on it unchanged::
 
@@ -29,15 +29,12 @@ from pathlib import Path
 
 from codesign.atomic import atomic_dir
 from codesign.errors import CodesignError
+from codesign.fpga.ecp5_cells import check_modelled, ecp5_models
 from codesign.fpga.tools import run_tool
 
 __all__ = ["NETLIST_DEVICES", "cell_models", "invert_lut", "netlist_build", "synth_script"]
 
-NETLIST_DEVICES = ("up5k", "hx8k")
-UNMODELLED = {
-    "ecp5-25k": "yosys ships no behavioural model of the ECP5 block RAM (DP16KD) or multiplier (MULT18X18D)",
-    "ecp5-85k": "yosys ships no behavioural model of the ECP5 block RAM (DP16KD) or multiplier (MULT18X18D)",
-}
+NETLIST_DEVICES = ("up5k", "hx8k", "ecp5-25k", "ecp5-85k")
 _TOP = "accelerator"
 _BUNDLE_FILES = ("build.json", "manifest.yaml", "weights.npz")
 _INCLUDE = re.compile(r'^\s*`include\s+"([^"]+)"\s*$', re.MULTILINE)
@@ -45,11 +42,12 @@ _INCLUDE = re.compile(r'^\s*`include\s+"([^"]+)"\s*$', re.MULTILINE)
 
 def synth_script(device: str) -> str:
     """The yosys script: ``codesign synth``'s mapping for ``device``, then a Verilog netlist."""
-    if device in UNMODELLED:
-        raise CodesignError(f"--netlist {device}: cannot simulate this chip's netlist: {UNMODELLED[device]}")
     if device not in NETLIST_DEVICES:
         raise CodesignError(f"--netlist {device!r} is not one of {', '.join(NETLIST_DEVICES)}")
-    synth = f"synth_ice40 -top {_TOP}" + (" -dsp -spram" if device == "up5k" else "")
+    if device.startswith("ecp5"):
+        synth = f"synth_ecp5 -top {_TOP}"
+    else:
+        synth = f"synth_ice40 -top {_TOP}" + (" -dsp -spram" if device == "up5k" else "")
     return "\n".join(
         [
             "read_verilog rtl.v",
@@ -87,8 +85,13 @@ def _inline(path: Path, seen: set[Path]) -> str:
 
 
 def cell_models(device: str) -> str:
-    """yosys' behavioural models of the iCE40 primitives, as one plain Verilog-2005 text."""
+    """The behavioural models of ``device``'s primitives, as one plain Verilog-2005 text."""
     share = _share()
+    if device.startswith("ecp5"):
+        lattice = share / "lattice"
+        return ecp5_models(
+            _inline(lattice / "cells_sim_ecp5.v", set()), (lattice / "cells_bb_ecp5.v").read_text()
+        )
     # port default values (`input x = 1'b0`) are SystemVerilog; every port of a mapped cell is connected
     return "`define NO_ICE40_DEFAULT_ASSIGNMENTS\n" + _inline(share / "ice40" / "cells_sim.v", set())
 
@@ -126,7 +129,9 @@ def netlist_build(
         run_tool(
             "yosys", ["-q", "-l", "yosys.log", "-s", "synth.ys"], cwd=tmp, timeout=timeout_s, what="netlist"
         )
-        text = (tmp / "netlist.v").read_text() + "\n" + models
+        mapped = (tmp / "netlist.v").read_text()
+        check_modelled(mapped)
+        text = mapped + "\n" + models
         (tmp / "accelerator.v").write_text(text)
         for name in _BUNDLE_FILES:
             if (build / name).is_file():
@@ -141,7 +146,8 @@ def netlist_build(
     return out
 
 
-_LUT_INIT = re.compile(r"\.(LUT_INIT)\((\d+)'h([0-9a-fA-F]+)\)")
+# the iCE40 SB_LUT4's .LUT_INIT(16'h..), the ECP5 LUT4's .INIT(16'h..)
+_LUT_INIT = re.compile(r"\.(LUT_INIT|INIT)\((\d+)'h([0-9a-fA-F]+)\)")
 
 
 def invert_lut(netlist: Path, index: int, out: Path) -> str:
