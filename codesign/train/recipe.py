@@ -26,6 +26,7 @@ from codesign.bundle.cells import CELLS
 from codesign.bundle.io import validation_message
 from codesign.data.registry import TASKS
 from codesign.errors import CodesignError
+from codesign.train.defaults import with_task_defaults
 
 
 class _Strict(BaseModel):
@@ -246,7 +247,15 @@ class TrainSpec(_Strict):
     input_noise: float = Field(
         default=0.0, ge=0.0, description="std of Gaussian noise added to non-silent training input frames"
     )
-    augment: AugmentSpec = AugmentSpec()
+    augment: AugmentSpec = Field(
+        default=AugmentSpec(), description="training-time augmentation; false (or null) turns it all off"
+    )
+
+    @field_validator("augment", mode="before")
+    @classmethod
+    def _augment_off(cls, value: object) -> object:
+        return {} if value is None or value is False else value
+
     max_seconds: float | None = Field(default=None, gt=0, description="wall-clock budget")
     threads: int | None = Field(default=None, ge=1)
     device: str = Field(
@@ -394,6 +403,7 @@ def parse_recipe(data: object, path: Path | None = None) -> Recipe:
             "a recipe must be a YAML mapping with keys name, task, model, train, quant", path=path
         )
     data = resolve_task_paths(data, path.parent if path is not None else Path.cwd())
+    data = with_task_defaults(data)
     try:
         return Recipe.model_validate(data)
     except ValidationError as err:
