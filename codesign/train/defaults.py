@@ -58,4 +58,7 @@ def with_task_defaults(data: dict) -> dict:
     model = data.get("model") if isinstance(data.get("model"), dict) else {}
     if model.get("arch", "hardware") == "hardware":
         defaults["train"]["qat_bits"] = 8  # train the grid it deploys on
+    train = data.get("train") if isinstance(data.get("train"), dict) else {}
+    if train.get("selection", "average") != "average":
+        del defaults["task"]["val_fraction"]  # a selection that reads validation keeps its carve-out
     return _under(defaults, data)
