@@ -107,12 +107,15 @@ def describe(recipe) -> str:
     return f"{cells}, {recipe.model.pooling} pooling, {bits}-bit weights"
 
 
-def entry_recipe(entry: str):
-    """``(recipe path, Recipe)`` of ``RECIPE.yaml[:key=value,...]`` (task options after the colon)."""
-    from codesign.train.recipe import parse_recipe
+def entry_recipe(entry: str, settings: list[str] | None = None):
+    """``(recipe path, Recipe)`` of ``RECIPE.yaml[:key=value,...]`` (task options after the colon),
+    with ``settings`` (``KEY=VALUE``, dotted keys as ``codesign train --set``) applied first."""
+    from codesign.train.recipe import apply_override, parse_recipe
 
     path, _, override = entry.partition(":")
     data = yaml.safe_load(Path(path).read_text())
+    for item in settings or []:
+        data = apply_override(data, item)
     for item in filter(None, override.split(",")):  # RECIPE:key=value[,key=value]: task options
         key, _, value = item.partition("=")
         value = yaml.safe_load(value)
@@ -159,6 +162,13 @@ def main() -> None:
     )
     parser.add_argument("--no-minirocket", action="store_true", help="only train and score our recipes")
     parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a recipe setting for every entry (as codesign train --set), e.g. train.threads=1",
+    )
+    parser.add_argument(
         "--workers",
         type=int,
         default=1,
@@ -185,7 +195,7 @@ def main() -> None:
     before = read_before(Path(args.before)) if args.before else None
     cache = Path(args.baselines)
     baselines = json.loads(cache.read_text()) if cache.is_file() else {}
-    recipes = [entry_recipe(entry) for entry in args.entries]
+    recipes = [entry_recipe(entry, args.set) for entry in args.entries]
     for entry, (path, recipe), results in zip(
         args.entries, recipes, trained(recipes, seeds, Path(args.work), args.workers), strict=True
     ):
@@ -243,6 +253,7 @@ def write_table(args, rows: list[str], raw: dict, seconds: float, *, done: int) 
         f"Made by (one thread per run, {args.workers} at once, {seconds:.0f} s here): "
         f"`OMP_NUM_THREADS=1 NUMBA_NUM_THREADS=1 .venv/bin/python scripts/real_data.py --seeds {args.seeds} "
         + ("" if args.workers <= 1 else f"--workers {args.workers} ")
+        + "".join(f"--set {item} " for item in args.set)
         + f"--out {args.out}"
         + ("" if args.before is None else f" --before {args.before}")
         + ("" if args.aim is None else f" --aim {args.aim:g}")
