@@ -155,4 +155,4 @@ def test_val_fraction_zero_trains_on_the_whole_file_with_average_selection(tmp_p
 
 def test_val_fraction_zero_with_a_selection_that_needs_validation_is_refused(tmp_path: Path) -> None:
     with pytest.raises(CodesignError, match="no validation set"):
-        train(parse_recipe(files_recipe()), tmp_path / "run", progress=False)
+        train(parse_recipe(files_recipe(selection="smoothed")), tmp_path / "run", progress=False)
