@@ -139,9 +139,12 @@ def train(
     rate = "" if result.update_rate is None else f", update rate p {result.update_rate:.4f}"
     console.print(
         f"trained {result.iterations} iterations ({result.stopped}) on {result.device} in {result.wall_s:.1f} s: "
-        "best validation "
-        f"{result.metric} {result.best_val:.4f} at iteration {result.best_iteration}, "
-        f"test {result.metric} {result.test:.4f}{rate} -> {out}",
+        + (
+            "no validation set (weights averaged), "
+            if result.best_val is None
+            else f"best validation {result.metric} {result.best_val:.4f} at iteration {result.best_iteration}, "
+        )
+        + f"test {result.metric} {result.test:.4f}{rate} -> {out}",
         soft_wrap=True,
     )
 

@@ -41,6 +41,10 @@ def minirocket(task, seeds: list[int]) -> list[float]:
 
 
 def ours(recipe_data: dict, seed: int, work: Path) -> dict:
+    """Train (or reuse) one seed of one recipe and score its bundle with the golden model.
+
+    Runs in a Dask worker process as well as in this one: one torch thread, imports inside."""
+    torch.set_num_threads(1)
     from codesign.quant.export import bundle_from_model, golden_accuracy
     from codesign.train.recipe import parse_recipe
     from codesign.train.trainer import load_run, make_recipe_task, train
@@ -103,6 +107,43 @@ def describe(recipe) -> str:
     return f"{cells}, {recipe.model.pooling} pooling, {bits}-bit weights"
 
 
+def entry_recipe(entry: str, settings: list[str] | None = None):
+    """``(recipe path, Recipe)`` of ``RECIPE.yaml[:key=value,...]`` (task options after the colon),
+    with ``settings`` (``KEY=VALUE``, dotted keys as ``codesign train --set``) applied first."""
+    from codesign.train.recipe import apply_override, parse_recipe
+
+    path, _, override = entry.partition(":")
+    data = yaml.safe_load(Path(path).read_text())
+    for item in settings or []:
+        data = apply_override(data, item)
+    for item in filter(None, override.split(",")):  # RECIPE:key=value[,key=value]: task options
+        key, _, value = item.partition("=")
+        value = yaml.safe_load(value)
+        if key in ("train", "test") and isinstance(value, str):  # typed here: from the working directory
+            value = str(Path(value).resolve())
+        data["task"] = dict(data["task"], **{key: value})
+    return path, parse_recipe(data, Path(path))  # the recipe's own paths: relative to the recipe file
+
+
+def trained(recipes: list, seeds: list[int], work: Path, workers: int):
+    """Per recipe, in order, the list of :func:`ours` results over ``seeds``.
+
+    With ``workers`` > 1 every run goes to a local Dask cluster at once (:func:`codesign.runner.dask_client`)
+    and a recipe's results come back as soon as all its seeds are done; finished runs are reused
+    from ``work`` either way, so a stopped table continues where it stopped."""
+    jobs = [[(r.model_dump(mode="json"), seed) for seed in seeds] for _, r in recipes]
+    if workers <= 1:
+        for row in jobs:
+            yield [ours(data, seed, work) for data, seed in row]
+        return
+    from codesign.runner import dask_client
+
+    with dask_client(None, workers) as client:
+        futures = [[client.submit(ours, data, seed, work, pure=False) for data, seed in row] for row in jobs]
+        for row in futures:
+            yield [f.result() for f in row]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -121,6 +162,19 @@ def main() -> None:
     )
     parser.add_argument("--no-minirocket", action="store_true", help="only train and score our recipes")
     parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a recipe setting for every entry (as codesign train --set), e.g. train.threads=1",
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="train this many runs at once on a local Dask cluster (1: in this process)",
+    )
+    parser.add_argument(
         "--before",
         default=None,
         help="an earlier table of this script: its golden accuracy per data set becomes a 'before' column",
@@ -133,7 +187,6 @@ def main() -> None:
     )
     args = parser.parse_args()
     torch.set_num_threads(1)
-    from codesign.train.recipe import parse_recipe
     from codesign.train.trainer import make_recipe_task
 
     seeds = [int(s) for s in args.seeds.split(",")]
@@ -142,18 +195,10 @@ def main() -> None:
     before = read_before(Path(args.before)) if args.before else None
     cache = Path(args.baselines)
     baselines = json.loads(cache.read_text()) if cache.is_file() else {}
-    for entry in args.entries:
-        path, _, override = entry.partition(":")
-        data = yaml.safe_load(Path(path).read_text())
-        for item in filter(None, override.split(",")):  # RECIPE:key=value[,key=value]: task options
-            key, _, value = item.partition("=")
-            value = yaml.safe_load(value)
-            if key in ("train", "test") and isinstance(value, str):  # typed here: from the working directory
-                value = str(Path(value).resolve())
-            data["task"] = dict(data["task"], **{key: value})
-        recipe = parse_recipe(data, Path(path))  # the recipe's own paths: relative to the recipe file
-        data = recipe.model_dump(mode="json")
-        results = [ours(data, seed, Path(args.work)) for seed in seeds]
+    recipes = [entry_recipe(entry, args.set) for entry in args.entries]
+    for entry, (path, recipe), results in zip(
+        args.entries, recipes, trained(recipes, seeds, Path(args.work), args.workers), strict=True
+    ):
         task = make_recipe_task(recipe.model_copy(update={"seed": 0}))
         options = recipe.task.options()
         name = options.get("dataset") or (
@@ -166,7 +211,7 @@ def main() -> None:
             cache.write_text(json.dumps(baselines, indent=1))
         golden = [r["golden"] for r in results]
         mr = baselines.get(key, [float("nan")])
-        raw[entry] = {"ours": results, "minirocket": mr}
+        raw[entry] = {"name": name, "recipe": path, "ours": results, "minirocket": mr}
         gap = 100 * (np.mean(golden) - np.mean(mr))
         extra = ("" if before is None else f" {before.get(name, 'not run')} |") + (
             "" if args.aim is None else f" {against_aim(golden, mr, args.aim)} |"
@@ -205,9 +250,11 @@ def write_table(args, rows: list[str], raw: dict, seconds: float, *, done: int) 
             if pending
             else []
         ),
-        f"Made by (single-threaded, {seconds:.0f} s here): "
+        f"Made by (one thread per run, {args.workers} at once, {seconds:.0f} s here): "
         f"`OMP_NUM_THREADS=1 NUMBA_NUM_THREADS=1 .venv/bin/python scripts/real_data.py --seeds {args.seeds} "
-        f"--out {args.out}"
+        + ("" if args.workers <= 1 else f"--workers {args.workers} ")
+        + "".join(f"--set {item} " for item in args.set)
+        + f"--out {args.out}"
         + ("" if args.before is None else f" --before {args.before}")
         + ("" if args.aim is None else f" --aim {args.aim:g}")
         + f" {' '.join(args.entries)}`",

@@ -132,7 +132,14 @@ def test_uea_small_sets_get_a_usable_validation_split_per_seed():
 
     def run_task(seed: int):
         return make_recipe_task(
-            parse_recipe({"name": "r", "seed": seed, "task": {"name": "uea", "dataset": "BasicMotions"}})
+            parse_recipe(
+                {
+                    "name": "r",
+                    "seed": seed,
+                    "task": {"name": "uea", "dataset": "BasicMotions"},
+                    "train": {"selection": "smoothed"},  # a selection that reads a carve-out
+                }
+            )
         )
 
     a, b = run_task(0), run_task(1)

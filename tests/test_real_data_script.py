@@ -47,3 +47,57 @@ def test_aim_says_met_or_by_how_much_it_misses() -> None:
     assert real_data.against_aim([0.80, 0.84], [0.99], 5.0) == "misses by 12.0"
     assert real_data.against_aim([1.0], [0.9], 5.0) == "met"  # above the baseline
     assert real_data.against_aim([0.9], [float("nan")], 5.0) == "no baseline"
+
+
+def test_entry_recipe_applies_settings_then_task_options(tmp_path) -> None:
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text("name: r\ntask: {name: uea, dataset: GunPoint}\nmodel: {cell: cmru, hidden_size: 8}\n")
+    path, parsed = real_data.entry_recipe(
+        f"{recipe}:dataset=ArrowHead", ["train.threads=1", "train.lr=0.003"]
+    )
+    assert path == str(recipe) and parsed.task.options()["dataset"] == "ArrowHead"
+    assert parsed.train.threads == 1 and parsed.train.lr == 0.003
+    assert parsed.train.selection == "average"  # the series defaults fill in the rest
+
+
+ABLATION = Path(__file__).resolve().parents[1] / "scripts" / "ablation_table.py"
+spec_ab = importlib.util.spec_from_file_location("ablation_table", ABLATION)
+ablation_table = importlib.util.module_from_spec(spec_ab)
+spec_ab.loader.exec_module(ablation_table)
+
+
+def results(golden: dict[str, list[float]], minirocket: float = float("nan")) -> str:
+    import json
+
+    return json.dumps(
+        {
+            f"r.yaml:dataset={name}": {
+                "name": name,
+                "ours": [{"golden": g} for g in gs],
+                "minirocket": [minirocket],
+            }
+            for name, gs in golden.items()
+        }
+    )
+
+
+def test_ablation_table_has_a_column_per_setting_and_means_over_common_sets(tmp_path) -> None:
+    (tmp_path / "a.json").write_text(results({"A": [0.5, 0.7], "B": [0.9, 0.9]}, 0.95))
+    (tmp_path / "b.json").write_text(results({"A": [0.8, 0.8]}))
+    out = tmp_path / "t.md"
+    import sys
+
+    argv = sys.argv
+    sys.argv = ["x", "--out", str(out), f"base={tmp_path}/a.json", f"new={tmp_path}/b.json"]
+    try:
+        ablation_table.main()
+    finally:
+        sys.argv = argv
+    text = out.read_text()
+    assert "| data set | base | new | MiniRocket |" in text
+    assert "| A | 60.0 [50.0; 70.0] | 80.0 [80.0; 80.0] | 95.0 [95.0; 95.0] |" in text
+    assert "| B | 90.0 [90.0; 90.0] | not run | 95.0 [95.0; 95.0] |" in text
+    assert "| mean of the 1 sets every column covers | 60.0 | 80.0 | 95.0 |" in text
+    assert "| sets where the column is best | 0 | 1 | |" in text
+    with pytest.raises(SystemExit, match="LABEL=RESULTS.json"):
+        ablation_table.load("no-label")

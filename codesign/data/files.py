@@ -236,7 +236,9 @@ class FileDataset(LabelledSplits, FixedSplits):
     def __post_init__(self) -> None:
         check(bool(self.train) and bool(self.test), "files", "needs train: PATH and test: PATH")
         check(
-            0.0 < self.val_fraction < 1.0, "files", f"val_fraction must be in (0, 1), got {self.val_fraction}"
+            0.0 <= self.val_fraction < 1.0,
+            "files",
+            f"val_fraction must be in [0, 1) (0: no validation carve-out), got {self.val_fraction}",
         )
         check(self.min_val >= 0, "files", f"min_val must be >= 0, got {self.min_val}")
         self._data()  # a malformed file fails here, naming the file and the line or array

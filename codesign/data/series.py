@@ -89,6 +89,8 @@ def _carve_validation(
 ) -> np.ndarray:
     """Stratified validation mask over the training file."""
     rng = np.random.default_rng(0 if split_seed is None else split_seed)
+    if val_fraction == 0:  # no carve-out: the whole file trains (selection that needs no validation)
+        return np.zeros(len(ytr), dtype=bool)
     fraction = max(val_fraction, min(min_val / len(ytr), MAX_VAL_FRACTION))
     val_mask = np.zeros(len(ytr), dtype=bool)
     for c in range(n_classes):

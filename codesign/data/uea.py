@@ -11,6 +11,8 @@ that list. JapaneseVowels (the default) is speech (12 LPC cepstra per frame, 9 s
   :meth:`sample` draws. Its size is ``val_fraction`` of the file but at least ``min_val`` series
   (small sets: a 10% carve-out of 40 series holds 4, too few to select a model on), never more
   than :data:`MAX_VAL_FRACTION` of the file, and at least one series of every class that has two.
+  ``val_fraction: 0`` carves out nothing: the whole file trains and the validation split is empty
+  (for ``train.selection: average``, which needs no validation set).
   ``split_seed: null`` (the default in recipes) means the run's seed
   (:func:`codesign.train.trainer.make_recipe_task` fills it in), so runs with several seeds are
   repeated random splits; the Python default is 0.
@@ -106,7 +108,9 @@ class UEADataset(LabelledSplits, FixedSplits):
 
     def __post_init__(self) -> None:
         check(
-            0.0 < self.val_fraction < 1.0, "uea", f"val_fraction must be in (0, 1), got {self.val_fraction}"
+            0.0 <= self.val_fraction < 1.0,
+            "uea",
+            f"val_fraction must be in [0, 1) (0: no validation carve-out), got {self.val_fraction}",
         )
         check(self.min_val >= 0, "uea", f"min_val must be >= 0, got {self.min_val}")
         _files(self.dataset)  # an unknown name fails here, listing the available ones

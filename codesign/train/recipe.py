@@ -26,6 +26,7 @@ from codesign.bundle.cells import CELLS
 from codesign.bundle.io import validation_message
 from codesign.data.registry import TASKS
 from codesign.errors import CodesignError
+from codesign.train.defaults import with_task_defaults
 
 
 class _Strict(BaseModel):
@@ -199,6 +200,24 @@ class ModelSpec(_Strict):
         return [layer | dict(self.cell_options)]
 
 
+class AugmentSpec(_Strict):
+    """Training-time augmentation (``codesign.train.augment``); all off by default."""
+
+    scaling: float = Field(default=0.0, ge=0.0, description="std of a per-series, per-channel gain around 1")
+    magnitude_warp: float = Field(
+        default=0.0, ge=0.0, description="std of a smooth random gain curve around 1"
+    )
+    time_warp: float = Field(default=0.0, ge=0.0, description="std of a smooth random local speed around 1")
+    window_slice: float = Field(
+        default=1.0, gt=0.0, le=1.0, description="fraction of the length a random window keeps (1 = off)"
+    )
+    knots: int = Field(default=4, ge=2, description="knots of the warp curves")
+
+    @property
+    def active(self) -> bool:
+        return self.scaling > 0 or self.magnitude_warp > 0 or self.time_warp > 0 or self.window_slice < 1
+
+
 class TrainSpec(_Strict):
     iterations: int = Field(default=2000, ge=1)
     batch_size: int = Field(default=64, ge=1)
@@ -213,16 +232,30 @@ class TrainSpec(_Strict):
     early_stop_min_val: int = Field(
         default=100, ge=1, description="stop early only when this many validation sequences say 100%"
     )
-    selection: Literal["smoothed", "best"] = Field(
+    selection: Literal["smoothed", "best", "average"] = Field(
         default="smoothed",
         description="smoothed: the centre of the best window of smooth_evals evaluations (mean validation "
-        "metric, ties broken by mean validation loss); best: the single best evaluation",
+        "metric, ties broken by mean validation loss); best: the single best evaluation; average: the "
+        "mean of the weights at the evaluations of the last average_last of training (no validation "
+        "needed: with a task's val_fraction 0 the whole training file trains)",
+    )
+    average_last: float = Field(
+        default=0.25, gt=0.0, le=1.0, description="selection average: the fraction of training averaged"
     )
     smooth_evals: int = Field(default=5, ge=1, description="evaluations per selection window")
     label_smoothing: float = Field(default=0.0, ge=0.0, lt=1.0, description="cross-entropy label smoothing")
     input_noise: float = Field(
         default=0.0, ge=0.0, description="std of Gaussian noise added to non-silent training input frames"
     )
+    augment: AugmentSpec = Field(
+        default=AugmentSpec(), description="training-time augmentation; false (or null) turns it all off"
+    )
+
+    @field_validator("augment", mode="before")
+    @classmethod
+    def _augment_off(cls, value: object) -> object:
+        return {} if value is None or value is False else value
+
     max_seconds: float | None = Field(default=None, gt=0, description="wall-clock budget")
     threads: int | None = Field(default=None, ge=1)
     device: str = Field(
@@ -370,6 +403,7 @@ def parse_recipe(data: object, path: Path | None = None) -> Recipe:
             "a recipe must be a YAML mapping with keys name, task, model, train, quant", path=path
         )
     data = resolve_task_paths(data, path.parent if path is not None else Path.cwd())
+    data = with_task_defaults(data)
     try:
         return Recipe.model_validate(data)
     except ValidationError as err:
