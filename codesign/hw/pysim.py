@@ -172,7 +172,8 @@ def simulate(
     beats = item_beats(sequences)
     # a runtime build's memories, and a spram build's single-port RAMs, start at zero here
     cfg = config_beats(bundle, plan, skip_zeros=True) if weights in ("runtime", "spram") else []
-    lengths = [len(s) for s in sequences]
+    stride = bundle.manifest.input.stride
+    lengths = [-(-len(s) // stride) for s in sequences]  # layer steps: one per window of frames
     n_results = sum(lengths) if plan.per_step else len(sequences)
     record = _Recorder(plan, lengths)
     out = {"cycles": 0, "counters": {}}
