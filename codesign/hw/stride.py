@@ -64,7 +64,8 @@ class InputStride(wiring.Component):
         busy = Signal()
         m.d.comb += busy.eq(1)
         mean = Signal(signed(self.value_bits))
-        m.d.comb += mean.eq(rd.data >> e.stride_shift)
+        shift = e.stride_shift - int(self.plan.faults.active("stride_shift_short", e.index))
+        m.d.comb += mean.eq(rd.data >> shift)
         m.d.sync += pend.eq(0)
         with m.If(pend):  # the add of the item taken last cycle (transparent for the next read)
             m.d.comb += [wr.addr.eq(pend_idx), wr.data.eq(rd.data + pend_val), wr.en.eq(1)]
