@@ -144,7 +144,7 @@ def test_qat_forward_is_the_deployed_rule() -> None:
 
 
 def test_stride_one_changes_nothing(tmp_path) -> None:
-    """Stride 1 is not written: a bundle saved today reads and writes byte for byte as before."""
+    """Stride 1 is not written: a bundle without a stride reads and writes without the key."""
     torch.manual_seed(1)
     x = torch.randn(4, 9, 3)
     bundle = quantized(HardwareStack(3, 2, [{"cell": "cmru", "size": 4}]), x)
