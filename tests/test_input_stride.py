@@ -225,3 +225,14 @@ def test_recipe_key() -> None:
 def test_per_step_model_refuses_a_stride() -> None:
     with pytest.raises(ValueError, match="per-step .* needs a label at every frame"):
         HardwareStack(2, 2, [{"cell": "cmru", "size": 3}], per_step=True, input_stride=2)
+
+
+def test_recipe_with_a_per_step_task_refuses_a_stride() -> None:
+    from codesign.train.models import build_model
+    from codesign.train.trainer import make_recipe_task
+
+    recipe = parse_recipe(
+        {**RECIPE, "task": {"name": "flip_flop"}, "model": {**RECIPE["model"], "input_stride": 2}}
+    )
+    with pytest.raises(CodesignError, match="task 'flip_flop' labels every frame: use input_stride 1"):
+        build_model(recipe, make_recipe_task(recipe))
