@@ -135,3 +135,13 @@ def test_cocotb_with_a_stride_is_bit_exact(tmp_path, sim: str) -> None:
     assert report.mismatches == 0 and report.sequences >= 6
     assert report.coverage["input stride"]["S>1"] >= 6
     assert report.coverage["input stride"]["partial last window"] >= 1
+
+
+def test_cost_model_prices_the_stride_sums_and_adder() -> None:
+    from codesign.hw.cost import features, get_device, predict
+
+    device = get_device("up5k")
+    plans = {s: plan_accelerator(strided_bundle(s).manifest, 2, target=device.target) for s in (1, 8)}
+    bits = features(plans[8])["dcls"] - features(plans[1])["dcls"]
+    assert bits == 2 * (5 + 3) + 2 * 2 + 3  # sum and shifted sum, item and channel, frame counter
+    assert predict(plans[8], device).logic_cells > predict(plans[1], device).logic_cells
