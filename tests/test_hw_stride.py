@@ -143,5 +143,6 @@ def test_cost_model_prices_the_stride_sums_and_adder() -> None:
     device = get_device("up5k")
     plans = {s: plan_accelerator(strided_bundle(s).manifest, 2, target=device.target) for s in (1, 8)}
     bits = features(plans[8])["dcls"] - features(plans[1])["dcls"]
-    assert bits == 2 * (5 + 3) + 2 * 2 + 3  # sum and shifted sum, item and channel, frame counter
+    # sum and shifted sum, pending item (value, channel, valid), channel and frame counters, FSM
+    assert bits == 2 * (5 + 3) + (5 + 2 + 1) + 2 + 3 + 3
     assert predict(plans[8], device).logic_cells > predict(plans[1], device).logic_cells
