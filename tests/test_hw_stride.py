@@ -22,7 +22,7 @@ from codesign.bundle.random import (
     random_network_weights,
 )
 from codesign.golden import run_golden
-from codesign.hw.build import build_rtl
+from codesign.hw.build import build_rtl, plan_summary
 from codesign.hw.faults import FAULTS, faults_exposed_by
 from codesign.hw.plan import plan_accelerator
 from codesign.hw.pysim import simulate
@@ -100,6 +100,8 @@ def test_plan_declares_the_sums_memory_and_its_counters() -> None:
     assert "stride" not in flat.shape_key()["manifest"]["input"]  # keys of earlier builds unchanged
     assert not any("stride" in mem.name for mem in flat.memories)
     assert not any("stride" in name for name in flat.counters)
+    assert plan_summary(plan)["engines"][0]["stride"] == 8  # build.json
+    assert "stride" not in plan_summary(flat)["engines"][0]
 
 
 def test_shortened_shift_is_exposed_and_caught() -> None:
