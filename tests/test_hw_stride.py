@@ -148,3 +148,29 @@ def test_cost_model_prices_the_stride_sums_and_adder() -> None:
     # sum and shifted sum, pending item (value, channel, valid), channel and frame counters, FSM
     assert bits == 2 * (5 + 3) + (5 + 2 + 1) + 2 + 3 + 3
     assert predict(plans[8], device).logic_cells > predict(plans[1], device).logic_cells
+
+
+def test_board_link_streams_frames_unchanged(tmp_path) -> None:
+    """The UART bridge and the host send input frames as without a stride; results match golden."""
+    from codesign.board.driver import Board
+    from codesign.board.simboard import SimulatedBoard
+
+    bundle = make_random_network_bundle(
+        str(tmp_path / "b"),
+        seed=6,
+        inputs=3,
+        layers=[{"cell": "cmru", "size": 3, "eps": 1}],
+        classes=2,
+        input_bits=4,
+        input_stride=4,
+    )
+    build_rtl(bundle.path, tmp_path / "rtl", lanes=1, counters="none")
+    rng = np.random.default_rng(3)
+    x = rng.integers(-8, 8, size=(2, 9, 3)) * (rng.random((2, 9, 3)) < 0.5)
+    golden = run_golden(bundle, x)
+    with SimulatedBoard(tmp_path / "rtl", timeout=400, counters=False) as sim:
+        with Board.open(tmp_path / "rtl", sim.port, timeout_s=60, drop_s=0.05) as board:
+            results = board.run(list(x))
+    assert sim.error is None
+    for i, r in enumerate(results):
+        assert r.logits.tolist() == golden.logits[i].tolist() and int(r.classes) == golden.classes[i]
