@@ -236,3 +236,20 @@ def test_recipe_with_a_per_step_task_refuses_a_stride() -> None:
     )
     with pytest.raises(CodesignError, match="task 'flip_flop' labels every frame: use input_stride 1"):
         build_model(recipe, make_recipe_task(recipe))
+
+
+def test_random_bundle_command_takes_a_stride(tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from codesign.cli import app
+
+    runner = CliRunner()
+    res = runner.invoke(
+        app, ["random-bundle", "--out", str(tmp_path / "b"), "--d", "3", "--input-stride", "4"]
+    )
+    assert res.exit_code == 0, res.output
+    assert load_bundle(tmp_path / "b").manifest.input.stride == 4
+    res = runner.invoke(
+        app, ["random-bundle", "--out", str(tmp_path / "c"), "--input-stride", "2", "--per-step"]
+    )
+    assert res.exit_code == 2 and "per_step readout needs a label at every input frame" in res.output
