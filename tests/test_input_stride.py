@@ -253,3 +253,12 @@ def test_random_bundle_command_takes_a_stride(tmp_path) -> None:
         app, ["random-bundle", "--out", str(tmp_path / "c"), "--input-stride", "2", "--per-step"]
     )
     assert res.exit_code == 2 and "per_step readout needs a label at every input frame" in res.output
+
+
+def test_layer_steps_count_windows() -> None:
+    from codesign.train.trainer import layer_steps
+
+    layers = [{"cell": "cmru", "size": 3}]
+    assert layer_steps(HardwareStack(2, 2, layers, input_stride=4), 9) == 3
+    assert layer_steps(HardwareStack(2, 2, layers, input_stride=4), 8) == 2
+    assert layer_steps(HardwareStack(2, 2, layers), 9) == 9
