@@ -593,6 +593,9 @@ def random_bundle(
     update_rate: Annotated[
         float | None, typer.Option(help="--selective: open fraction of neuron-steps (default: drawn)")
     ] = None,
+    input_stride: Annotated[
+        int, typer.Option(help="input frames per step of layer 0 (a power of two, 1..256)")
+    ] = 1,
 ) -> None:
     """Make a bundle with random legal weights for any member of the family, from a seed."""
     from pydantic import ValidationError
@@ -644,6 +647,7 @@ def random_bundle(
             pooling=pooling,
             per_step=per_step,
             update_rate=update_rate,
+            input_stride=input_stride,
         )
     except ValidationError as err:
         raise CodesignError(validation_message(err)) from None

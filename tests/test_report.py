@@ -53,3 +53,33 @@ def test_report_of_a_tiny_build(tmp_path) -> None:
     assert {p.name for p in out.iterdir()} == {"report.md", "report.json", "pareto.png"}
     assert json.loads((out / "report.json").read_text())["lanes"] == 2
     assert "## Dense against event-driven" in (out / "report.md").read_text()
+
+
+def test_report_with_an_input_stride_gives_frames_and_layer_steps(tmp_path) -> None:
+    """A step is an input frame; the layers step once per S = 4 frames (a partial last window too)."""
+    bundle = tmp_path / "bundle"
+    make_random_network_bundle(
+        str(bundle),
+        seed=5,
+        inputs=2,
+        layers=[{"cell": "cmru", "size": 3, "eps": 1}],
+        classes=2,
+        input_bits=4,
+        input_stride=4,
+    )
+    build = tmp_path / "build"
+    build_rtl(bundle, build, lanes=1)
+    fig = build_figures(build, sequences=2, steps=10, lanes=[1], progress=lambda _: None)
+    lat, en = fig["latency"], fig["energy"]
+    assert lat["input_stride"] == 4
+    # 2 sequences x 10 frames = 20 frames, 2 x ceil(10 / 4) = 6 layer steps
+    assert abs(lat["cycles_per_layer_step"] - lat["cycles_per_step"] * 20 / 6) < 1e-9
+    assert abs(en["energy_pj_per_layer_step"] - en["energy_pj_per_step"] * 20 / 6) < 1e-9
+    dense = fig["dense_vs_event"]["dense_macs_per_inference"]
+    assert dense == 3 * 3 * 2 * 2 + 2 * 3  # 3 layer steps x d x m x 2 matrices, readout once
+    out = tmp_path / "rep"
+    result = CliRunner().invoke(
+        app, ["report", str(build), "--out", str(out), "--lanes", "1", "--steps", "10", "--sequences", "2"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "| input stride (input frames per layer step) | 4 |" in (out / "report.md").read_text()

@@ -80,6 +80,11 @@ def random_shape(seed: int, index: int) -> dict:
         }
         widest = max(layer["size"] for layer in layers)
         shape["lanes"] = int(rng.integers(1, widest + 1))
+        # an input stride on about a third of the once-per-sequence shapes, from its own generator
+        # (the shapes' other draws stay those of the same seed without it)
+        stride_rng = np.random.default_rng([seed, index, 30])
+        if not per_step and stride_rng.random() < 0.35:
+            shape["input_stride"] = int(2 ** stride_rng.integers(1, 4))
         try:
             manifest_for(shape, "probe", 0)
         except (ValueError, CodesignError):
@@ -113,6 +118,7 @@ def manifest_for(shape: dict, name: str, seed: int):
         per_step=shape["per_step"],
         name=name,
         seed=seed,
+        input_stride=shape.get("input_stride", 1),
     )
     if shape["pooling"] != "sum":
         return man
@@ -139,7 +145,8 @@ def describe(shape: dict) -> str:
             s += f"+su{layer['selective']['period']}"
         parts.append(s)
     ro = "per_step" if shape["per_step"] else shape["pooling"]
-    return f"M{shape['inputs']} {'-'.join(parts)} C{shape['classes']} {ro} P{shape['lanes']}"
+    stride = f"/S{shape['input_stride']}" if shape.get("input_stride", 1) > 1 else ""
+    return f"M{shape['inputs']}{stride} {'-'.join(parts)} C{shape['classes']} {ro} P{shape['lanes']}"
 
 
 SHARED_SHAPE = {
@@ -186,6 +193,7 @@ QUICK_SHAPES = [
         "per_step": False,
         "sum_bits": 5,
         "lanes": 2,
+        "input_stride": 2,
     },
     {
         "inputs": 3,
@@ -229,5 +237,5 @@ QUICK_SHAPES = [
     },
 ]
 """The quick tier (``make test``): four shapes that together hold every cell kind, DCLS on a
-first and a later layer, sum pooling that saturates, per-step logits, partial lane groups, and
+first and a later layer, an input stride in front of a DCLS layer, sum pooling that saturates, per-step logits, partial lane groups, and
 selective update on a first (scratch) and a later (event-driven) layer."""

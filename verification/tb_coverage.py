@@ -14,7 +14,7 @@ from cocotb_coverage.coverage import CoverPoint, coverage_db
 
 from codesign.bundle.cells import CELLS
 from codesign.bundle.io import Bundle
-from codesign.golden.model import dcls_front_end
+from codesign.golden.model import dcls_front_end, stride_frames
 from codesign.intmath import signed_range
 
 __all__ = ["BINS", "cover_bundle", "cover_sequence", "export", "sample"]
@@ -32,6 +32,7 @@ BINS: dict[str, list[str]] = {
     "events per step": ["none", "one", "some", "every neuron"],
     "stall": ["input valid gap", "input not ready", "result back-pressure", "config gap"],
     "sequence length": ["T=1", "2..40", "41..1000", ">1000"],
+    "input stride": ["S=1", "S>1", "partial last window", "DCLS layer 0"],
     "inputs": ["all-zero sequence", "max magnitude", "empty step", "back-to-back sequences"],
     "protocol": ["reset mid-sequence", "weights reloaded", "argmax tie"],
     "selective": [
@@ -141,7 +142,14 @@ def cover_sequence(bundle: Bundle, x: np.ndarray, g, lanes: int | None = None) -
     if ((x == lo) | (x == hi)).all():
         sample("inputs", "max magnitude")
     man = bundle.manifest
-    z = x[None]
+    stride = man.input.stride
+    sample("input stride", "S=1" if stride == 1 else "S>1")
+    if steps % stride:
+        sample("input stride", "partial last window")
+    if stride > 1 and man.layers[0].dcls is not None:
+        sample("input stride", "DCLS layer 0")
+    z = stride_frames(x[None], stride)
+    steps = z.shape[1]
     for i, (layer, trace) in enumerate(zip(man.layers, g.layers, strict=True)):
         w = bundle.layer_weights(i)
         zin = dcls_front_end(z, w["dcls_weight"], w["dcls_delay"]) if layer.dcls is not None else z

@@ -95,10 +95,10 @@ class GoldenModel:
         n = self.sequences
         self.sequences += 1
         g = run_golden(bundle, x[None])
-        steps = x.shape[0]
         tot = self.totals
         tot.sequences += 1
-        tot.steps += steps
+        tot.steps += x.shape[0]
+        steps = g.layers[0].states.shape[1]  # layer steps: one per input.stride frames
         tables = {
             i: bundle.weights[f"layers.{i}.su_gate"]
             for i, layer in enumerate(bundle.manifest.layers)

@@ -24,7 +24,8 @@ def render(bundle: Bundle) -> Group:
     head.add_row(
         "input",
         f"{m.input.size} features, {m.input.bits} bits, {m.input.frac} fractional, "
-        f"overflow {m.input.overflow}",
+        f"overflow {m.input.overflow}"
+        + (f", stride {m.input.stride} (frames per step of layer 0)" if m.input.stride > 1 else ""),
     )
     for i, layer in enumerate(m.layers):
         extra = f" eps={layer.eps}" if CELLS[layer.cell].rule == "cmru" else ""

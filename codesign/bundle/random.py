@@ -48,12 +48,13 @@ def random_network_manifest(
     per_step: bool = False,
     name: str | None = None,
     seed: int = 0,
+    input_stride: int = 1,
 ) -> Manifest:
     """A manifest from plain layer dicts (``{"cell": "cmru", "size": 8, "eps": 1, ...}``)."""
     return Manifest(
         format_version=FORMAT_VERSION,
         name=name or f"random_{'_'.join(layer['cell'] for layer in layers)}_s{seed}",
-        input=InputSpec(size=inputs, bits=input_bits, frac=input_frac),
+        input=InputSpec(size=inputs, bits=input_bits, frac=input_frac, stride=input_stride),
         layers=[LayerSpec.model_validate(layer) for layer in layers],
         readout=ReadoutSpec(classes=classes, pooling=pooling, per_step=per_step),
         provenance={"source": "random-bundle", "seed": seed},
@@ -243,6 +244,7 @@ def random_family_bundle(
     max_inputs: int = 6,
     max_classes: int = 5,
     selective: bool = False,
+    stride: bool = False,
 ) -> Bundle:
     """A random member of the whole hardware family (in memory): 1-``max_layers`` layers of any
     cell, eps, widths, DCLS front ends (about one layer in three), last/sum/per-step readouts.
@@ -250,7 +252,8 @@ def random_family_bundle(
     Widths are drawn small so that saturation, sign(0) and ties happen in short sequences.
     ``selective`` gives layers (each with probability 0.7, at least one) a selective-update
     schedule of period 1 to 16, drawn from a second generator so that the rest of the bundle is
-    the one the same seed gives without it.
+    the one the same seed gives without it. ``stride`` gives the input a stride of 2 to 8 (from
+    a third generator) and a once-per-sequence readout (a per-step one takes no stride).
     """
     from codesign.bundle.io import check_weights
 
@@ -286,6 +289,8 @@ def random_family_bundle(
                 layer["selective"] = {"period": int(2 ** su_rng.integers(0, 5))}
     per_step = bool(rng.random() < 0.25)
     pooling = "last" if per_step else str(rng.choice(["last", "sum"]))
+    input_stride = int(2 ** np.random.default_rng([seed, 30]).integers(1, 4)) if stride else 1
+    per_step = per_step and input_stride == 1
     manifest = random_network_manifest(
         inputs=int(rng.integers(1, max_inputs + 1)),
         layers=layers,
@@ -294,5 +299,6 @@ def random_family_bundle(
         pooling=pooling,
         per_step=per_step,
         seed=seed,
+        input_stride=input_stride,
     )
     return Bundle(manifest, check_weights(manifest, random_network_weights(manifest, seed)))

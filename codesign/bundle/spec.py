@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer, model_validator
 
 from codesign.bundle.cells import CELL_NAMES, CELLS
 from codesign.intmath import bits_for_magnitude
@@ -28,11 +28,42 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+MAX_INPUT_STRIDE = 256
+
+
 class InputSpec(_Strict):
+    """The input format, and ``stride``: S consecutive input frames make one step of layer 0.
+
+    With ``stride`` S > 1 the input codes of each window of S frames are summed per channel and
+    shifted right by ``log2 S`` (floor); a sequence's trailing partial window is summed over the
+    frames present (as if zero frames completed it). A power of two: the hardware's mean is a
+    shift. Stride 1 is not written to ``manifest.yaml``, so bundles without it are unchanged.
+    """
+
     size: int = Field(ge=1, le=4096)
     bits: int = Field(default=8, ge=2, le=16)
     frac: int = Field(default=4, ge=-16, le=16)
     overflow: Literal["saturate", "error"] = "saturate"
+    stride: int = Field(default=1, ge=1, le=MAX_INPUT_STRIDE, description="input frames per step of layer 0")
+
+    @field_validator("stride")
+    @classmethod
+    def _stride_power_of_two(cls, stride: int) -> int:
+        if stride & (stride - 1):
+            raise ValueError(f"stride must be a power of two (1, 2, 4, ... {MAX_INPUT_STRIDE})")
+        return stride
+
+    @model_serializer(mode="wrap")
+    def _omit_unit_stride(self, handler):
+        data = handler(self)
+        if self.stride == 1:
+            data.pop("stride", None)
+        return data
+
+    @property
+    def stride_shift(self) -> int:
+        """``log2 stride``: the arithmetic right shift of a window's sum."""
+        return self.stride.bit_length() - 1
 
 
 class DCLSSpec(_Strict):
@@ -126,6 +157,11 @@ class Manifest(_Strict):
         if self.format_version != FORMAT_VERSION:
             raise ValueError(f"format_version {self.format_version} is not {FORMAT_VERSION}")
         widest = max([*(accumulator_bits(self, i) for i in range(len(self.layers))), logit_bits(self)])
+        if self.input.stride > 1 and self.readout.per_step:
+            raise ValueError(
+                f"input.stride {self.input.stride} gives one step per {self.input.stride} input frames, "
+                "but a per_step readout needs a label at every input frame: use stride 1"
+            )
         if widest > MAX_DATAPATH_BITS:
             raise ValueError(
                 f"these formats need {widest}-bit accumulators or logits; at most {MAX_DATAPATH_BITS} bits are "

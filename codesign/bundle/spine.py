@@ -49,6 +49,8 @@ def spine_view(bundle: Bundle | SpineBundle, *, consumer: str = "this back end")
         problems.append(f"cell {layer.cell!r} (supported: cmru, bmru)")
     if layer.dcls is not None:
         problems.append("a DCLS front end (not supported)")
+    if m.input.stride != 1:
+        problems.append(f"input stride {m.input.stride} (supported: 1)")
     if m.readout.pooling != "last" or m.readout.per_step:
         problems.append("a sum-pooled or per-step readout (supported: last-step pooling)")
     if problems:

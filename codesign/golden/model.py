@@ -110,6 +110,24 @@ def check_integer_inputs(bundle: Bundle | SpineBundle, xq: np.ndarray) -> np.nda
     return xq.astype(np.int64)
 
 
+def stride_frames(xq: np.ndarray, stride: int) -> np.ndarray:
+    """Integer inputs ``(N, T, M)`` -> layer 0's steps ``(N, ceil(T / S), M)``: the sum of each
+    window of ``S`` frames per channel, shifted right by ``log2 S`` (floor).
+
+    The trailing partial window of a sequence whose length is not a multiple of ``S`` sums the
+    frames present (zero frames complete it): the hardware's window ends at ``seq_end`` as well as
+    at its ``S``-th frame, and the sequence's last step still holds its last frames, which ``last``
+    pooling reads (front-padded series end on their real last frame).
+    """
+    if stride == 1:
+        return xq
+    n, steps, m = xq.shape
+    windows = -(-steps // stride)
+    padded = np.zeros((n, windows * stride, m), dtype=np.int64)
+    padded[:, :steps] = xq
+    return padded.reshape(n, windows, stride, m).sum(axis=2) >> (stride.bit_length() - 1)
+
+
 def dcls_front_end(x: np.ndarray, weight: np.ndarray, delay: np.ndarray) -> np.ndarray:
     """``z[:, t, j] = sum_k weight[j, k] * x[:, t - delay[j, k], j]`` (zero before the first step)."""
     n, steps, m = x.shape
@@ -233,7 +251,7 @@ def run_golden(
     xq = check_integer_inputs(bundle, xq)
     m: Manifest = bundle.manifest
     traces = []
-    x = xq
+    x = stride_frames(xq, m.input.stride)
     for i, layer in enumerate(m.layers):
         prefix = f"layers.{i}."
         w = {k[len(prefix) :]: v for k, v in bundle.weights.items() if k.startswith(prefix)}

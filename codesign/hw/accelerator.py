@@ -2,8 +2,8 @@
 
 A chain of engines joined by item streams (``docs/accelerator.md``)::
 
-    inputs -> [DelayFrontEnd 0] -> LayerEngine 0 -> [DelayFrontEnd 1] -> LayerEngine 1 -> ...
-           -> ReadoutEngine -> results
+    inputs -> [InputStride] -> [DelayFrontEnd 0] -> LayerEngine 0 -> [DelayFrontEnd 1]
+           -> LayerEngine 1 -> ... -> ReadoutEngine -> results
 
 Each engine has its own lanes and memories and works on its own step, so the layers form a
 pipeline: while layer 1 computes step t, layer 0 computes step t+1. Only outputs that changed
@@ -27,6 +27,7 @@ from codesign.hw.plan import AcceleratorPlan, frozen_shift_ranges, plan_accelera
 from codesign.hw.readout import ReadoutEngine
 from codesign.hw.signature import AcceleratorSignature, ItemLayout
 from codesign.hw.slice import StreamSlice
+from codesign.hw.stride import InputStride
 
 __all__ = ["Accelerator", "WEIGHT_MODES"]
 
@@ -120,6 +121,8 @@ class Accelerator(wiring.Component):
         self.front_ends = {
             e.index: DelayFrontEnd(self.plan, e, images) for e in self.plan.layers if e.dcls is not None
         }
+        first = self.plan.layers[0]
+        self.stride = InputStride(self.plan, first) if first.stride > 1 else None
         self.readout = ReadoutEngine(self.plan, self.plan.readout, images)
         self.top_counters = CounterBank(self.plan, "top")
         super().__init__(AcceleratorSignature(self.plan))
@@ -134,6 +137,8 @@ class Accelerator(wiring.Component):
         for engine in (*self.layer_engines, self.readout):
             banks += [engine.counters, engine.front.counters, engine.front.issue.counters]
         banks += [fe.counters for fe in self.front_ends.values()]
+        if self.stride is not None:
+            banks.append(self.stride.counters)
         return banks
 
     def all_counters(self) -> dict:
@@ -155,6 +160,10 @@ class Accelerator(wiring.Component):
         ]
         consumers = []
         source = wiring.flipped(self.inputs)
+        if self.stride is not None:  # S input frames -> one step of layer 0
+            m.submodules.input_stride = self.stride
+            wiring.connect(m, source, self.stride.items)
+            source = self.stride.outputs
         for engine in self.layer_engines:
             e = engine.engine
             if e.index in self.front_ends:

@@ -126,6 +126,8 @@ def plan_summary(plan: AcceleratorPlan) -> dict:
         }
         if e.kind in CELLS and any(w == "shift" for w in CELLS[e.kind].params.values()):
             info["shifts"] = [e.shift_lo, e.shift_hi]  # the range its update unit's shifters cover
+        if e.stride > 1:  # input frames per step (codesign/hw/stride.py); absent: 1
+            info["stride"] = e.stride
         if e.dcls is not None:
             info["dcls"] = {
                 "channels": e.dcls.channels,

@@ -75,7 +75,14 @@ FAULTS: dict[str, Fault] = {
             "stalled_beat_lost",
             "an input beat offered while the issue stage is full is dropped",
             # the inputs must reach layer 0's issue stage directly, not through a DCLS front end
-            lambda m: m.layers[0].dcls is None,
+            # or the input stride
+            lambda m: m.layers[0].dcls is None and m.input.stride == 1,
+            engines="first",
+        ),
+        Fault(
+            "stride_shift_short",
+            "the input stride shifts a window's sum right by one bit less than log2 S",
+            lambda m: m.input.stride > 1,
             engines="first",
         ),
     )

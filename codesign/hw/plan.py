@@ -220,6 +220,12 @@ class EnginePlan:
     digit_passes: int = 1  # cycles one LUT weight product takes: Booth digits in turn (share "X:K")
     queue_depth: int = QUEUE_DEPTH  # entries of the queue towards the next engine (or the results)
     shared_update: bool = False  # one update unit serves the P lanes in turn (--share-updates)
+    stride: int = 1  # layer 0: input frames per step, summed per channel (``input.stride``)
+
+    @property
+    def stride_shift(self) -> int:
+        """``log2 stride``: the right shift of a window's per-channel sum (``codesign.hw.stride``)."""
+        return self.stride.bit_length() - 1
 
     @property
     def update_gap(self) -> int:
@@ -418,6 +424,10 @@ def _engine_memories(e: EnginePlan, next_id: list[int]) -> dict[str, MemoryPlan]
             index_bits(dc.channels) + dc.z_bits + 2,
             "queue",
         )
+    if e.stride > 1:  # the input stride's per-channel window sums (codesign/hw/stride.py)
+        mems["stride_sums"] = MemoryPlan(
+            f"{e.name}_stride_sums", e.inputs, 1, stride_sum_bits(e), "accumulators"
+        )
     if e.period:  # selective update: open lanes per (phase, group) and the groups to walk per phase
         mems["su_open"] = MemoryPlan(f"{e.name}_su_open", e.period * e.groups, p, 2, "params", loadable())
         mems["su_walk"] = MemoryPlan(
@@ -444,6 +454,11 @@ def _engine_memories(e: EnginePlan, next_id: list[int]) -> dict[str, MemoryPlan]
         width = p + p * value_bits + index_bits(e.groups) + 2
         mems["queue"] = MemoryPlan(f"{e.name}_entries", e.queue_depth - 1, 1, width, "queue")
     return mems
+
+
+def stride_sum_bits(e: EnginePlan) -> int:
+    """Width of a window's per-channel sum: ``stride`` input codes of the layer's item width."""
+    return e.item_bits + e.stride_shift if e.dcls is None else e.dcls.in_bits + e.stride_shift
 
 
 def _check_lanes(manifest: Manifest, lanes: int) -> None:
@@ -526,6 +541,7 @@ def _plan_layer(manifest: Manifest, i: int, lanes: int) -> EnginePlan:
         shift_lo=lo,
         shift_hi=hi,
         dcls=dcls,
+        stride=manifest.input.stride if i == 0 else 1,
     )
 
 
@@ -589,6 +605,8 @@ def _memory_owner(e: EnginePlan, key: str) -> str:
         return f"{e.name}.issue"
     if key.startswith("dcls_"):
         return f"{e.name}.dcls"
+    if key.startswith("stride_"):
+        return f"{e.name}.stride"
     return f"{e.name}.front"
 
 
@@ -610,6 +628,8 @@ def _plan_counters(engines: list[EnginePlan]) -> dict[str, str]:
             owners[f"{e.name}_open_steps"] = e.name  # open neuron-steps of selective update
         if e.dcls is not None:
             owners[f"{e.name}_dcls_cycles"] = f"{e.name}.dcls"
+        if e.stride > 1:
+            owners[f"{e.name}_stride_cycles"] = f"{e.name}.stride"
         owners[f"{e.name}_item_overflows"] = f"{e.name}.issue"
     for e in engines:
         for key, mem in e.memories.items():
@@ -909,6 +929,8 @@ def _collision_free(key: str, mem: MemoryPlan) -> bool:
         return False
     if key.startswith("dcls_"):
         return key in DCLS_COLLISION_FREE
+    if key.startswith("stride_"):  # read while the step before's last sum is written (transparent)
+        return False
     return mem.kind in COLLISION_FREE
 
 

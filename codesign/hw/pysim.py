@@ -147,6 +147,7 @@ def simulate(
     share_updates: str = "off",
     merge: str = "off",
     monitors: Sequence[Callable] = (),
+    faults: frozenset[str] | set[str] = frozenset(),
 ) -> PysimResult:
     """Feed integer sequences (each ``(T, M)``) through the accelerator and record what it shows.
 
@@ -154,7 +155,8 @@ def simulate(
     ``weights="runtime"`` the parameters (``"spram"``: the weights in single-port RAMs) are
     loaded through the configuration stream first. ``monitors``: Amaranth processes
     (``async def monitor(ctx)``) run beside the testbench, after the design is elaborated (the
-    tests' watch on block-RAM reads and writes of one word in one cycle).
+    tests' watch on block-RAM reads and writes of one word in one cycle). ``faults``: deliberate
+    bugs built in (:data:`codesign.hw.faults.FAULTS`), to see that a check catches them.
     """
     dut = Accelerator(
         bundle,
@@ -166,13 +168,15 @@ def simulate(
         narrow=narrow,
         share_updates=share_updates,
         merge=merge,
+        faults=faults,
     )
     plan = dut.plan
     rng = np.random.default_rng(seed) if seed is not None else None
     beats = item_beats(sequences)
     # a runtime build's memories, and a spram build's single-port RAMs, start at zero here
     cfg = config_beats(bundle, plan, skip_zeros=True) if weights in ("runtime", "spram") else []
-    lengths = [len(s) for s in sequences]
+    stride = bundle.manifest.input.stride
+    lengths = [-(-len(s) // stride) for s in sequences]  # layer steps: one per window of frames
     n_results = sum(lengths) if plan.per_step else len(sequences)
     record = _Recorder(plan, lengths)
     out = {"cycles": 0, "counters": {}}

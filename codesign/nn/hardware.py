@@ -22,6 +22,7 @@ from codesign.nn.hardware_cells import (
     layer_sequential,
 )
 from codesign.nn.selective import SelectiveSchedule, selective_forward
+from codesign.nn.stride import InputStride
 
 __all__ = [
     "HW_CELLS",
@@ -58,6 +59,9 @@ class HardwareStack(nn.Module):
         logits) instead of a linear readout; 0 keeps the linear one. The readout MLP adds a
         nonlinearity after pooling, the cheapest step from the deployable network toward the
         papers' decoder.
+    input_stride:
+        ``S``: each window of ``S`` input frames is averaged into one step of the first layer
+        (:class:`codesign.nn.stride.InputStride`); 1 feeds every frame.
     """
 
     def __init__(
@@ -70,6 +74,7 @@ class HardwareStack(nn.Module):
         per_step: bool = False,
         readout_hidden: int = 0,
         readout_act: str = "relu",
+        input_stride: int = 1,
     ) -> None:
         super().__init__()
         if not layers:
@@ -78,6 +83,12 @@ class HardwareStack(nn.Module):
             raise ValueError(f"readout_act {readout_act!r} is not one of {sorted(READOUT_ACTS)}")
         self.layer_specs = [dict(layer) for layer in layers]
         self.pooling, self.per_step = pooling, per_step
+        if input_stride > 1 and per_step:
+            raise ValueError(
+                f"input_stride {input_stride} gives one step per {input_stride} input frames; a per-step "
+                "(sequence to sequence) task needs a label at every frame: use input_stride 1"
+            )
+        self.stride = InputStride(input_stride)
         self.cells = nn.ModuleList()
         self.fronts = nn.ModuleList()
         self.schedules = nn.ModuleDict()  # layer index (str) -> SelectiveSchedule
@@ -116,6 +127,7 @@ class HardwareStack(nn.Module):
         return self.schedules[str(index)] if str(index) in self.schedules else None
 
     def states(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.stride(x)
         for index, (front, cell) in enumerate(zip(self.fronts, self.cells, strict=True)):
             sched = self.schedule(index)
             if sched is None:

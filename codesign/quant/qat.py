@@ -15,6 +15,7 @@ import torch
 from torch import nn
 from torch.nn.utils import parametrize
 
+from codesign.nn.stride import InputStride
 from codesign.quant.fixed_point import keep_rest_gates, pow2_frac, quantize_input
 
 
@@ -346,7 +347,8 @@ def add_fake_quant(
     * with ``state_bits``, the grids behind a minGRU or alphaCMRU layer estimated from the batch
       (export calibrates them);
     * with ``input_bits`` too, the inputs on the deployed input grid (``2**-input_frac``,
-      saturated to ``input_bits``) before every forward pass.
+      saturated to ``input_bits``) before every forward pass, and an input stride's window mean
+      floored on that grid (the hardware's shifted sum, :class:`codesign.nn.stride.InputStride`).
     """
     from codesign.nn.cmru import CMRU, AlphaCMRU
     from codesign.nn.dcls import DCLS1d
@@ -388,6 +390,8 @@ def add_fake_quant(
             bias_on_grid(module.gate, module)  # no ties moved by export
     if input_frac is not None and input_bits is not None:
         model.register_forward_pre_hook(_InputGrid(input_bits, input_frac))
+        if isinstance(getattr(model, "stride", None), InputStride):
+            model.stride.frac = input_frac  # the window mean floored on the input grid, as deployed
     readout = getattr(model, "readout", None)
     for module in model.modules():
         if isinstance(module, nn.Linear) and id(module) not in done:
@@ -404,6 +408,8 @@ def remove_fake_quant(model: nn.Module) -> nn.Module:
     Activation grids are dropped: the export reproduces them (:func:`codesign.quant.stack.round_half`).
     """
     for module in model.modules():
+        if isinstance(module, InputStride):
+            module.frac = None
         for name in ("alpha_quant", "gate_quant"):
             if isinstance(getattr(module, name, None), ActivationGrid):
                 setattr(module, name, None)

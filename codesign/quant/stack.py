@@ -33,6 +33,7 @@ from codesign.intmath import signed_range
 from codesign.nn.cmru import CMRU, AlphaCMRU
 from codesign.nn.hardware import HardwareStack, LayerQuant, layer_sequential
 from codesign.nn.selective import selective_sequential
+from codesign.nn.stride import InputStride
 from codesign.quant.fixed_point import keep_rest_gates, pow2_frac, quantize, quantize_input
 
 SHIFT_RANGE = signed_range(7)
@@ -141,7 +142,8 @@ def quantize_stack(
     model = copy.deepcopy(model).double().eval()
     weights: dict[str, np.ndarray] = {}
     layers: list[LayerSpec] = []
-    x = quantize_input(calibration, input_bits, input_frac)
+    stride = model.stride.stride
+    x = InputStride(stride, input_frac)(quantize_input(calibration, input_bits, input_frac))
     in_frac = input_frac
     for index, (front, cell, spec) in enumerate(
         zip(model.fronts, model.cells, model.layer_specs, strict=True)
@@ -155,7 +157,7 @@ def quantize_stack(
     manifest = Manifest(
         format_version=FORMAT_VERSION,
         name=name,
-        input=InputSpec(size=model.cells[0].input_size, bits=input_bits, frac=input_frac),
+        input=InputSpec(size=model.cells[0].input_size, bits=input_bits, frac=input_frac, stride=stride),
         layers=layers,
         readout=readout,
     )
@@ -334,7 +336,8 @@ class DeployedStack(torch.nn.Module):
     @torch.no_grad()
     def trace(self, x: torch.Tensor) -> tuple[list[torch.Tensor], torch.Tensor]:
         """Every layer's output sequence (float64) and the logits."""
-        h = self.quantize_input(x)
+        f = self.bundle.manifest.input
+        h = InputStride(f.stride, f.frac)(self.quantize_input(x))
         outs = []
         for index, (front, cell, spec) in enumerate(
             zip(self.model.fronts, self.model.cells, self.bundle.manifest.layers, strict=True)
@@ -399,7 +402,12 @@ def deployed_from_bundle(bundle: Bundle) -> DeployedStack:
             spec["selective"] = {"period": layer.selective.period}
         specs.append(spec)
     model = HardwareStack(
-        m.input.size, m.readout.classes, specs, pooling=m.readout.pooling, per_step=m.readout.per_step
+        m.input.size,
+        m.readout.classes,
+        specs,
+        pooling=m.readout.pooling,
+        per_step=m.readout.per_step,
+        input_stride=m.input.stride,
     ).double()
 
     def t(v: np.ndarray) -> torch.Tensor:

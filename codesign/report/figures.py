@@ -32,7 +32,7 @@ def _update_rate(manifest, main: dict) -> float | None:
     opened = [main["counters"].get(f"{name}_open_steps") for name in sizes]
     if not sizes or any(v is None for v in opened):
         return None
-    return sum(opened) / (main["steps"] * sum(sizes.values()))
+    return sum(opened) / (main.get("layer_steps", main["steps"]) * sum(sizes.values()))
 
 
 def memory_bits_by_kind(plan: dict) -> dict[str, int]:
@@ -67,6 +67,7 @@ def _energy(plan: dict, run: dict, steps_per_inference: float, step_rate: float,
     leak_per_step_pj = leak_uw * 1e6 / step_rate  # uW / (steps/s) = uJ per step
     per_inference_pj = dyn["total"] / run["sequences"] + leak_per_step_pj * steps_per_inference
     macs = sum(v for k, v in run["counters"].items() if k.endswith("_macs"))
+    frames_per_layer_step = run["steps"] / run.get("layer_steps", run["steps"])
     return {
         "dynamic_pj": {k: v / run["sequences"] for k, v in dyn.items() if k != "by_memory"},
         "dynamic_pj_by_memory": {k: v / run["sequences"] for k, v in dyn["by_memory"].items()},
@@ -74,6 +75,8 @@ def _energy(plan: dict, run: dict, steps_per_inference: float, step_rate: float,
         "leakage_uw": leak_uw,
         "leakage_pj_per_step": leak_per_step_pj,
         "energy_pj_per_step": per_step_pj + leak_per_step_pj,
+        # a step is an input frame; with an input stride the layers step once per S frames
+        "energy_pj_per_layer_step": (per_step_pj + leak_per_step_pj) * frames_per_layer_step,
         "energy_uj_per_inference": per_inference_pj * 1e-6,
         "dynamic_uj_per_inference": dyn["total"] / run["sequences"] * 1e-6,
         "power_uw": per_step_pj * step_rate * 1e-6 + leak_uw,
@@ -154,6 +157,8 @@ def _latency(main: dict, clock: dict, step_rate: float, synth: list[dict], info:
     period_us = 1e6 / step_rate
     return {
         "cycles_per_step": cps,
+        "input_stride": main.get("input_stride", 1),
+        "cycles_per_layer_step": main.get("cycles_per_layer_step", cps),
         "steady_cycles_per_step": main["steady_cycles_per_step"],
         "busy_cycles_per_step": main["busy_cycles_per_step"],
         "clock_mhz": clock["mhz"],
@@ -207,7 +212,7 @@ def _area(info: dict, area: dict | None, area_path: Path, synth: list[dict]) -> 
 def _dense_vs_event(info: dict, manifest, main: dict) -> dict:
     """MACs the event-driven design ran against the dense count, events per step, update rate."""
     measured_macs = sum(v for k, v in main["counters"].items() if k.endswith("_macs"))
-    dense = dense_macs(info, main["steps"], main["sequences"])
+    dense = dense_macs(info, main.get("layer_steps", main["steps"]), main["sequences"])
     return {
         "measured_macs_per_inference": measured_macs / main["sequences"],
         "dense_macs_per_inference": dense / main["sequences"],

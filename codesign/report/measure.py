@@ -47,11 +47,16 @@ def load_inputs(
 
 
 def measure(bundle: Bundle, sequences: list[np.ndarray], lanes: int) -> dict:
-    """Cycles and counters of the accelerator at ``lanes`` on ``sequences``, per step and per engine."""
+    """Cycles and counters of the accelerator at ``lanes`` on ``sequences``, per step and per engine.
+
+    A *step* is an input frame; with ``input.stride`` S the layers run one *layer step* per S
+    frames (``layer_steps``, ``cycles_per_layer_step``)."""
     from codesign.hw.pysim import simulate
 
     result = simulate(bundle, sequences, lanes=lanes)
     steps = sum(len(s) for s in sequences)
+    stride = bundle.manifest.input.stride
+    layer_steps = sum(-(-len(s) // stride) for s in sequences)
     c = result.counters
     busy = {k.removesuffix("_busy_cycles"): v / steps for k, v in c.items() if k.endswith("_busy_cycles")}
     layer_busy = [v for k, v in busy.items() if k.startswith("layer")]
@@ -59,8 +64,11 @@ def measure(bundle: Bundle, sequences: list[np.ndarray], lanes: int) -> dict:
         "lanes": lanes,
         "sequences": len(sequences),
         "steps": steps,
+        "input_stride": stride,
+        "layer_steps": layer_steps,
         "cycles": int(result.cycles),
         "cycles_per_step": result.cycles / steps,
+        "cycles_per_layer_step": result.cycles / layer_steps,
         "busy_cycles_per_step": busy,
         "steady_cycles_per_step": max(layer_busy) if layer_busy else None,
         "counters": {k: int(v) for k, v in c.items()},
@@ -68,7 +76,8 @@ def measure(bundle: Bundle, sequences: list[np.ndarray], lanes: int) -> dict:
 
 
 def dense_macs(build: dict, steps: int, sequences: int) -> float:
-    """MACs of dense (every input, every step) execution of ``sequences`` sequences of ``steps`` in total."""
+    """MACs of dense (every input, every step) execution of ``sequences`` sequences of ``steps``
+    layer steps in total."""
     total = 0.0
     for e in build["plan"]["engines"]:
         if e["kind"] == "readout":

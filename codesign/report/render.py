@@ -134,6 +134,7 @@ def _latency_section(report: dict) -> list[str]:
         "| figure | value |",
         "|---|---|",
         f"| cycles per step (pysim, total cycles / steps, fill, drain and readout included) | {lat['cycles_per_step']:.1f} |",
+        *_stride_rows(lat),
         f"| steady state: busiest layer's busy cycles per step | {_f(lat['steady_cycles_per_step'])} |",
         f"| clock | {lat['clock_mhz']:g} MHz: {lat['clock_source']} |",
         f"| time per step | {lat['time_per_step_us']:.2f} us |",
@@ -294,6 +295,17 @@ def render_markdown(report: dict, png_name: str | None, command: str | None) -> 
     if command:
         out += ["", "Made by:", "", "```", command, "```"]
     return "\n".join(out) + "\n"
+
+
+def _stride_rows(lat: dict) -> list[str]:
+    """With an input stride S, a step is an input frame and the layers step once per S frames."""
+    stride = lat.get("input_stride", 1)
+    if stride == 1:
+        return []
+    return [
+        f"| input stride (input frames per layer step) | {stride} |",
+        f"| cycles per layer step | {lat['cycles_per_layer_step']:.1f} |",
+    ]
 
 
 def _link_rows(link: dict | None) -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from torch import nn
 
 from codesign.bundle.cells import cells_with_rule
+from codesign.errors import CodesignError
 from codesign.nn.backbone import Backbone
 from codesign.nn.cmru import CMRU
 from codesign.nn.hardware import HardwareStack
@@ -40,6 +41,11 @@ def build_model(recipe, task) -> nn.Module:
         if task.kind != "classification":
             raise ValueError("arch 'hardware' supports classification tasks (the readout ends in argmax)")
         per_step = task.target == "every_step"
+        if per_step and spec.input_stride != 1:
+            raise CodesignError(
+                f"model.input_stride {spec.input_stride} gives one step per {spec.input_stride} input "
+                f"frames, but task {recipe.task.name!r} labels every frame: use input_stride 1"
+            )
         pooling = "last" if per_step else spec.pooling
         if pooling not in ("last", "sum"):
             raise ValueError(f"arch 'hardware' pools with 'last' or 'sum', not {pooling!r}")
@@ -51,6 +57,7 @@ def build_model(recipe, task) -> nn.Module:
             per_step=per_step,
             readout_hidden=spec.readout_hidden,
             readout_act=spec.readout_act,
+            input_stride=spec.input_stride,
         )
     names = spec.cells or [spec.cell] * spec.blocks
     it = iter(names)

@@ -123,6 +123,12 @@ class ModelSpec(_Strict):
         default="relu", description="hardware: activation of the hidden readout layer"
     )
     dropout: float = Field(default=0.0, ge=0.0, lt=1.0)
+    input_stride: int = Field(
+        default=1,
+        ge=1,
+        le=256,
+        description="hardware: input frames averaged into one step of the first layer (a power of two)",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> ModelSpec:
@@ -159,6 +165,12 @@ class ModelSpec(_Strict):
                 raise ValueError(
                     f"model.drop: {unknown} are not backbone elements; use some of {list(PARTS)}"
                 )
+        if self.input_stride & (self.input_stride - 1):
+            raise ValueError(
+                f"model.input_stride must be a power of two (1, 2, 4, ... 256), got {self.input_stride}"
+            )
+        if self.input_stride != 1 and self.arch != "hardware":
+            raise ValueError(f"model.input_stride {self.input_stride} is a hardware-profile option")
         if self.readout_hidden and self.arch != "hardware":
             raise ValueError(f"model.readout_hidden {self.readout_hidden} is a hardware-profile option")
         if self.cells is not None and len(self.cells) != self.blocks:

@@ -238,6 +238,13 @@ def load_run(run_dir: str | Path, device: str | torch.device = "cpu") -> tuple[R
     return recipe, model.to(device), summary
 
 
+def layer_steps(model: torch.nn.Module, frames: int) -> int:
+    """Steps the recurrent layers run for ``frames`` input frames (``model.input_stride`` S: one per
+    window of S frames, a partial last window included)."""
+    stride = getattr(getattr(model, "stride", None), "stride", 1)
+    return -(-frames // stride)
+
+
 def recipe_text(recipe: Recipe) -> str:
     """The recipe as a run directory stores it (``recipe.yaml``)."""
     return yaml.safe_dump(recipe.model_dump(mode="json"), sort_keys=False)
@@ -623,7 +630,7 @@ def finish(run: Run, state: TrainState, stopped: str, t0: float) -> TrainResult:
         test,
         time.monotonic() - t0,
         stopped,
-        update_rate(best_model, x_test.shape[1]),
+        update_rate(best_model, layer_steps(best_model, x_test.shape[1])),
         scorer_name(run.scorer) if quantizable else "model",
         torch.get_num_threads(),
         str(device),
