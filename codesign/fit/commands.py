@@ -59,7 +59,10 @@ def register(app: typer.Typer, user_errors) -> None:
             str, typer.Option(help="training seeds, comma-separated (each draws its own folds)")
         ] = "0",
         workers: Annotated[
-            int | None, typer.Option(help="local Dask workers, one thread each (default: cores)")
+            int | None,
+            typer.Option(
+                help="local Dask workers, one thread each (default: cores; 0: in this process, no cluster)"
+            ),
         ] = None,
         device: Annotated[str | None, typer.Option("--device", help=DEVICE_HELP)] = None,
         json_out: Annotated[Path | None, typer.Option("--json", help="also write the result here")] = None,

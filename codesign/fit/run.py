@@ -118,11 +118,13 @@ def fit(
 ) -> dict:
     """Run (or continue) a fit into ``opts.out``; the JSON-able result (also ``OUT/fit.json``)."""
     from codesign.explore.runner import stage_device
-    from codesign.hw.cost import get_device
+    from codesign.hw.cost import DEVICES
 
     console = console or Console()
     t0 = time.monotonic()
-    chip = get_device(opts.chip)  # an unknown chip fails before anything trains
+    if opts.chip not in DEVICES:  # an unknown chip fails before anything trains
+        raise CodesignError(f"--target {opts.chip!r} is not one of {', '.join(DEVICES)}")
+    chip = DEVICES[opts.chip]
     data = check_files(train_file, test_file, opts.folds)
     notes: list[str] = []
     cands = _candidates(data, opts, notes)

@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from codesign.fit.space import Candidate
-from codesign.fit.stages import budget_stage, cv_stage, read_json
+from codesign.fit.stages import budget_stage, cv_result, cv_stage, read_json
 from codesign.runner import GPU, dask_client
 
 __all__ = ["Job", "Plan", "plan_jobs", "run_jobs"]
@@ -59,17 +59,12 @@ def plan_jobs(
     cands: list[Candidate], tasks: dict[tuple[int, int], dict], seeds: list[int], out: Path
 ) -> Plan:
     """The jobs of ``cands`` on the folds ``tasks[(seed, fold)]``, with finished results read back."""
-    from codesign.train.trainer import SUMMARY
-
     jobs, budgets = [], {}
     for cand in cands:
         for (seed, fold), task in tasks.items():
             recipe = {**cand.recipe, "name": f"fit-{cand.name}", "seed": seed, "task": task}
             run_dir = out / "cv" / cand.name / f"s{seed}-f{fold}-{recipe_hash(recipe)}"
-            job = Job(cand.name, seed, fold, recipe, str(run_dir))
-            if (run_dir / SUMMARY).is_file():
-                job.result = cv_stage(recipe, str(run_dir))  # reads the summary, trains nothing
-            jobs.append(job)
+            jobs.append(Job(cand.name, seed, fold, recipe, str(run_dir), cv_result(str(run_dir))))
         first = next(j for j in jobs if j.candidate == cand.name)
         budgets[cand.name] = str(out / "budget" / f"{cand.name}-{recipe_hash(first.recipe)}.json")
     plan = Plan(jobs, budgets)
@@ -122,6 +117,18 @@ def _line(kind: str, what, result: dict[str, Any]) -> str:
     return f"mapped {what}: does not fit ({result['miss']})"
 
 
+def _run_here(plan: Plan, device: str | None, budget: dict[str, Any], console: Console) -> None:
+    """``--workers 0``: every pending task in this process, one after another (no cluster)."""
+    jobs, names = plan.pending()
+    for job in jobs:
+        job.result = cv_stage(job.recipe, job.run_dir, device)
+        console.print(_line("cv", job, job.result), highlight=False, soft_wrap=True)
+    for name in names:
+        record = budget_stage(_first(plan, name).result, plan.budgets[name], **budget)
+        plan.budget_results[name] = record
+        console.print(_line("budget", name, record), highlight=False, soft_wrap=True)
+
+
 def run_jobs(
     plan: Plan,
     *,
@@ -133,10 +140,14 @@ def run_jobs(
 ) -> int:
     """Run the pending tasks of ``plan`` (results land in it); the number of trainings run now.
 
+    ``workers``: local Dask workers (``None``: one per core); 0 runs them here, without a cluster.
     ``budget``: the keyword arguments of :func:`budget_stage` besides its run and record path."""
     jobs, names = plan.pending()
     if not jobs and not names:
         return 0
+    if workers == 0:
+        _run_here(plan, device, budget, console)
+        return len(jobs)
     bar = Progress(
         TextColumn("[bold]fit"),
         BarColumn(),

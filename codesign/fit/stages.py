@@ -24,11 +24,25 @@ from typing import Any
 from codesign.atomic import write_text
 from codesign.errors import CodesignError
 
-__all__ = ["ENERGY_SEQUENCES", "QUICK_MAPPING", "budget_stage", "cv_stage", "read_json", "write_json"]
+__all__ = [
+    "ENERGY_SEQUENCES",
+    "QUICK_MAPPING",
+    "budget_stage",
+    "cv_result",
+    "cv_stage",
+    "read_json",
+    "write_json",
+]
 
 ENERGY_SEQUENCES = 2
 """Test sequences of the bundle the energy per inference is measured on (as ``codesign report``)."""
-QUICK_MAPPING = {"counters": "none", "narrow": "off", "merge": "off", "share_updates": "off"}
+QUICK_MAPPING = {
+    "weights": "frozen",
+    "counters": "none",
+    "narrow": "off",
+    "merge": "off",
+    "share_updates": "off",
+}
 """``--quick`` maps with these options fixed: a few dozen builds instead of several hundred."""
 
 
@@ -43,21 +57,14 @@ def read_json(path: Path) -> dict[str, Any] | None:
         return None
 
 
-def cv_stage(recipe: dict[str, Any], run_dir: str, device: str | None = None) -> dict[str, Any]:
-    """Train (or find) one candidate x fold run; its held-out accuracy and best iteration."""
-    import torch
+SUMMARY = "summary.json"  # codesign.train.trainer.SUMMARY: a finished run's record
 
-    from codesign.device import use_device
-    from codesign.train import train
-    from codesign.train.recipe import parse_recipe
-    from codesign.train.trainer import SUMMARY
 
-    torch.set_num_threads(1)  # one thread per Dask worker: no oversubscription
-    path = Path(run_dir)
-    if not (path / SUMMARY).is_file():
-        with use_device(device):
-            train(parse_recipe(recipe), path, progress=False)
-    summary = json.loads((path / SUMMARY).read_text())
+def cv_result(run_dir: str) -> dict[str, Any] | None:
+    """What a finished candidate x fold run scored (None: not finished)."""
+    summary = read_json(Path(run_dir) / SUMMARY)
+    if summary is None:
+        return None
     return {
         "run_dir": run_dir,
         "accuracy": summary["test"],
@@ -66,6 +73,22 @@ def cv_stage(recipe: dict[str, Any], run_dir: str, device: str | None = None) ->
         "iterations": summary["iterations"],
         "train_s": summary["wall_s"],
     }
+
+
+def cv_stage(recipe: dict[str, Any], run_dir: str, device: str | None = None) -> dict[str, Any]:
+    """Train (or find) one candidate x fold run; its held-out accuracy and best iteration."""
+    if (done := cv_result(run_dir)) is not None:
+        return done
+    import torch
+
+    from codesign.device import use_device
+    from codesign.train import train
+    from codesign.train.recipe import parse_recipe
+
+    torch.set_num_threads(1)  # one thread per Dask worker: no oversubscription
+    with use_device(device):
+        train(parse_recipe(recipe), Path(run_dir), progress=False)
+    return cv_result(run_dir)
 
 
 def _energy_nj(bundle, winner) -> float:
