@@ -79,24 +79,29 @@ def _pct(v: float | None) -> str:
 
 
 def rows_table(rows: list[dict[str, Any]], chosen: str | None, title: str, cell_name: str) -> Table:
-    """The candidates as a rich table, the pick marked and in bold."""
-    table = Table(title=title, title_justify="left")
-    for col in ("", "candidate", "CV acc. %", "fits", "memory bits", "nJ/inference", cell_name, "BRAM", "P"):
-        table.add_column(col, justify="left" if col in ("", "candidate", "fits") else "right")
+    """The candidates as a rich table, best first, the pick marked; why each dropped one is out is
+    in the caption (the reasons are sentences, too long for a column); ``*`` marks the pick."""
+    from rich import box
+
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, caption_justify="left")
+    for col in ("candidate", "CV acc. %", "fits", "mem. bits", "nJ/inf.", cell_name, "BRAM"):
+        table.add_column(col, justify="left" if col in ("candidate", "fits") else "right", no_wrap=True)
+    reasons = []
     for r in sorted(rows, key=lambda r: -(r["cv_accuracy_mean"] or -1)):
         mark = r["candidate"] == chosen
-        acc = f"{_pct(r['cv_accuracy_mean'])} ± {_pct(r['cv_accuracy_sd'])}"
         energy = r["energy_nj_per_inference"]
         table.add_row(
-            "*" if mark else "",
-            r["candidate"],
-            acc,
-            "yes" if r["fits"] else f"no: {r['dropped_because']}",
+            f"{r['candidate']} *" if mark else r["candidate"],
+            f"{_pct(r['cv_accuracy_mean'])}±{_pct(r['cv_accuracy_sd'])}",
+            "yes" if r["fits"] else "no",
             "-" if r["memory_bits"] is None else f"{r['memory_bits']:,}",
             "-" if energy is None else f"{energy:.1f}",
             "-" if r["logic_cells"] is None else f"{r['logic_cells']:,}",
             "-" if r["block_rams"] is None else str(r["block_rams"]),
-            "-" if r["lanes"] is None else str(r["lanes"]),
             style="bold" if mark else None,
         )
+        if not r["fits"]:
+            reasons.append(f"{r['candidate']}: {r['dropped_because']}")
+    if reasons:
+        table.caption = "dropped: " + "; ".join(reasons)
     return table

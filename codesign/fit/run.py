@@ -130,11 +130,17 @@ def fit(
     cands = _candidates(data, opts, notes)
     device, gpu = stage_device(opts.device, None)
     tasks = {(s, f): data.task(opts.folds, f, s) for s in opts.seeds for f in range(opts.folds)}
-    plan = plan_jobs(cands, tasks, list(opts.seeds), opts.out.resolve())
+    budget = {
+        "chip": opts.chip,
+        "step_rate": opts.step_rate,
+        "clock_mhz": opts.clock_mhz,
+        "quick": opts.quick,
+    }
+    plan = plan_jobs(cands, tasks, budget, opts.out.resolve())
     jobs, names = plan.pending()
     console.print(
         f"fit: {data.train_series} training series ({data.classes} classes, up to {data.length} steps, "
-        f"{data.channels} channels), {len(cands)} candidates x {len(opts.seeds)} seed(s) x {opts.folds} folds "
+        f"{data.channels} channel{'s' if data.channels > 1 else ''}), {len(cands)} candidates x {len(opts.seeds)} seed(s) x {opts.folds} folds "
         f"= {len(plan.jobs)} runs, {len(plan.jobs) - len(jobs)} already done; {chip.name} at "
         f"{opts.step_rate or 0:g} steps/s -> {opts.out}",
         highlight=False,
@@ -142,17 +148,13 @@ def fit(
     )
     for note in notes:
         console.print(f"note: {note}", highlight=False)
-    budget = {
-        "chip": opts.chip,
-        "step_rate": opts.step_rate,
-        "clock_mhz": opts.clock_mhz,
-        "quick": opts.quick,
-    }
     trained = run_jobs(plan, budget=budget, device=device, gpu=gpu, workers=opts.workers, console=console)
     rows = candidate_rows(cands, plan, opts.max_energy_nj)
     chosen = pick(rows)
     title = f"{sum(r['fits'] for r in rows)} of {len(rows)} candidates fit the {chip.name}"
-    console.print(rows_table(rows, chosen and chosen["candidate"], title, chip.cell_name))
+    console.print(
+        rows_table(rows, chosen and chosen["candidate"], title, "LUT4" if chip.family == "ecp5" else "cells")
+    )
     result: dict[str, Any] = {
         "train": data.train,
         "test": data.test,

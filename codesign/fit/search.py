@@ -56,9 +56,10 @@ class Plan:
 
 
 def plan_jobs(
-    cands: list[Candidate], tasks: dict[tuple[int, int], dict], seeds: list[int], out: Path
+    cands: list[Candidate], tasks: dict[tuple[int, int], dict], budget: dict[str, Any], out: Path
 ) -> Plan:
-    """The jobs of ``cands`` on the folds ``tasks[(seed, fold)]``, with finished results read back."""
+    """The jobs of ``cands`` on the folds ``tasks[(seed, fold)]`` and their budget tasks (``budget``:
+    :func:`budget_stage`'s chip, rate, clock and mode), with finished results read back."""
     jobs, budgets = [], {}
     for cand in cands:
         for (seed, fold), task in tasks.items():
@@ -66,7 +67,8 @@ def plan_jobs(
             run_dir = out / "cv" / cand.name / f"s{seed}-f{fold}-{recipe_hash(recipe)}"
             jobs.append(Job(cand.name, seed, fold, recipe, str(run_dir), cv_result(str(run_dir))))
         first = next(j for j in jobs if j.candidate == cand.name)
-        budgets[cand.name] = str(out / "budget" / f"{cand.name}-{recipe_hash(first.recipe)}.json")
+        key = recipe_hash({"recipe": first.recipe, "budget": budget})  # another chip or rate: mapped again
+        budgets[cand.name] = str(out / "budget" / f"{cand.name}-{key}.json")
     plan = Plan(jobs, budgets)
     for name, path in budgets.items():
         if (record := read_json(Path(path))) is not None:
