@@ -86,7 +86,11 @@ def register(app: typer.Typer, user_errors) -> None:
             out=out, chip=target, step_rate=step_rate, clock_mhz=clock, max_energy_nj=max_energy, folds=folds,
             seeds=_seeds(seeds), workers=workers, device=device, quick=quick, minirocket=minirocket, space=space,
         )  # fmt: skip
-        result = run_fit(data_train, data_test, opts, console)
+        try:
+            result = run_fit(data_train, data_test, opts, console)
+        except KeyboardInterrupt:
+            console.print("interrupted: run the same command again to continue", highlight=False)
+            raise typer.Exit(130) from None
         p = result["pick"]
         text = (
             f"pick: {p['candidate']} ({p['why']}); golden test accuracy {100 * p['test_accuracy']:.1f}% "
