@@ -20,8 +20,8 @@ from codesign.errors import CodesignError
 from codesign.fit.data import check_files
 from codesign.fit.pick import candidate_rows, pick, refit_iterations
 from codesign.fit.search import Job, Plan
-from codesign.fit.space import Candidate, auto_stride, candidates, load_space, schema_has
-from codesign.train.recipe import TaskSpec
+from codesign.fit.space import Candidate, auto_stride, candidates, check_recipe, load_space, schema_has
+from codesign.train.recipe import TaskSpec, apply_override
 
 
 def write_npz(path: Path, n: int, classes: int = 2, seed: int = 0, length: int = 12) -> Path:
@@ -121,10 +121,13 @@ def test_check_files_errors(tmp_path, files):
 
 
 # --------------------------------------------------------------------------- the space
-def test_the_package_space_is_small_and_explained():
+def test_the_package_space_is_small_explained_and_deployable(files):
     space = load_space()
     assert 8 <= len(space.candidates) <= 16
     assert all(len(c.why) > 10 for c in space.candidates)
+    task = check_files(*files, 3).task(3, 0, 0)
+    for cand in candidates(space, quick=False, series_length=100):
+        check_recipe(cand, task)  # every candidate parses and trains for its deployed width
     quick = candidates(space, quick=True, series_length=100)
     assert 1 <= len(quick) <= 4
     assert all(c.recipe["train"]["iterations"] == space.quick_train["iterations"] for c in quick)
@@ -201,6 +204,21 @@ def test_refit_iterations_are_the_median_best_rounded_up():
     assert refit_iterations({"best_iterations": [5000]}, 100, 3000) == 3000
 
 
+W4 = ["train.qat_bits=4", "quant.layer.weight_bits=4"]
+
+
+def test_a_candidate_must_train_for_its_deployed_width(files):
+    data = check_files(*files, 2)
+    good = candidates(load_space(), quick=True, series_length=12)[0]
+    assert check_recipe(good, data.task(2, 0, 0)).train.qat_bits == 8
+    for bad in (["train.qat_bits=4"], ["train.qat_bits=null"], ["model.readout_hidden=8"]):
+        recipe = good.recipe
+        for item in bad:
+            recipe = apply_override(recipe, item)
+        with pytest.raises(CodesignError, match="candidate cmru8: a candidate is a deployable network"):
+            check_recipe(Candidate("cmru8", "why", recipe), data.task(2, 0, 0))
+
+
 # --------------------------------------------------------------------------- end to end
 def _tiny_space(path: Path) -> Path:
     space = yaml.safe_load((Path(__file__).resolve().parents[1] / "codesign/fit/space.yaml").read_text())
@@ -208,7 +226,7 @@ def _tiny_space(path: Path) -> Path:
     cmru4 = "model.layers=[{cell: cmru, size: 4, eps: 1.0}]"
     space["candidates"] = [
         {"name": "c4", "why": "a CMRU of 4", "quick": True, "set": [cmru4]},
-        {"name": "c4w4", "why": "at 4-bit weights", "quick": True, "set": [cmru4, "train.qat_bits=4"]},
+        {"name": "c4w4", "why": "at 4-bit weights", "quick": True, "set": [cmru4, *W4]},
     ]
     path.write_text(yaml.safe_dump(space))
     return path

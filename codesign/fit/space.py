@@ -156,8 +156,22 @@ def candidates(
 
 
 def check_recipe(candidate: Candidate, task: dict[str, Any]) -> Recipe:
-    """The candidate's recipe with ``task``, validated (one error naming the candidate)."""
+    """The candidate's recipe with ``task``, validated (one error naming the candidate).
+
+    A candidate must train with QAT at its deployed weight width, so that the trainer scores the
+    model export deploys (:func:`codesign.train.trainer.make_scorer`): the CV accuracy is then the
+    golden accuracy, never a float one."""
     try:
-        return parse_recipe({**candidate.recipe, "task": task})
+        recipe = parse_recipe({**candidate.recipe, "task": task})
     except CodesignError as err:
         raise CodesignError(f"candidate {candidate.name}: {err}") from None
+    bits = recipe.train.qat_bits
+    widths = {f["weight_bits"] for f in recipe.quant.layer_formats(len(recipe.model.hardware_layers()))}
+    if recipe.model.arch != "hardware" or recipe.model.readout_hidden or bits is None or widths != {bits}:
+        raise CodesignError(
+            f"candidate {candidate.name}: a candidate is a deployable network trained for its weight width "
+            f"(model.arch hardware, no readout_hidden, train.qat_bits equal to quant's layer weight_bits; "
+            f"got arch {recipe.model.arch}, qat_bits {bits}, weight_bits {sorted(widths)}), so that its CV "
+            "score is the deployed model's"
+        )
+    return recipe
