@@ -19,7 +19,7 @@ from codesign.data.series import fold_mask
 from codesign.errors import CodesignError
 from codesign.fit.data import check_files
 from codesign.fit.pick import candidate_rows, pick, refit_iterations
-from codesign.fit.search import Job, Plan
+from codesign.fit.search import Job, Plan, plan_jobs
 from codesign.fit.space import Candidate, auto_stride, candidates, check_recipe, load_space, schema_has
 from codesign.train.recipe import TaskSpec, apply_override
 
@@ -196,6 +196,21 @@ def test_the_budget_drops_what_misses_and_the_pick_is_the_most_accurate_that_fit
     assert pick(list(rows.values()))["candidate"] == "tiny"  # ties with small: the smaller one
     assert pick(candidate_rows(cands, plan, None))["candidate"] == "hot"  # no energy budget
     assert pick([rows["big"], rows["hot"]]) is None
+
+
+def test_runs_belong_to_the_files_contents(tmp_path, files):
+    train, test = files
+    cands = candidates(load_space(), quick=True, series_length=12)[:1]
+
+    def dirs() -> list[str]:
+        data = check_files(train, test, 2)
+        tasks = {(0, f): data.task(2, f, 0) for f in range(2)}
+        return [j.run_dir for j in plan_jobs(cands, tasks, {}, tmp_path, data.fingerprint).jobs]
+
+    before = dirs()
+    assert dirs() == before
+    write_npz(train, 24, seed=5)  # the same path, other contents: other runs
+    assert not set(dirs()) & set(before)
 
 
 def test_refit_iterations_are_the_median_best_rounded_up():

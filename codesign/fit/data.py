@@ -3,6 +3,7 @@ all in the training file, and enough series of every class for the folds."""
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,7 @@ class FitData:
     test_series: int
     length: int  # the longest series of the training file
     channels: int
+    fingerprint: str  # of both files' bytes: the cached runs belong to these contents
 
     def task(self, folds: int | None = None, fold: int | None = None, seed: int | None = None) -> dict:
         """The ``task: files`` section of a run: one fold of the training file, or both files."""
@@ -68,4 +70,12 @@ def check_files(train: str | Path, test: str | Path, folds: int) -> FitData:
         test_series=len(y_test),
         length=max(s.shape[1] for s in x_train),
         channels=int(x_train[0].shape[0]),
+        fingerprint=_fingerprint(train, test),
     )
+
+
+def _fingerprint(*paths: str | Path) -> str:
+    digest = hashlib.sha256()
+    for path in paths:
+        digest.update(Path(path).read_bytes())
+    return digest.hexdigest()[:16]

@@ -64,9 +64,10 @@ def _refit(row: dict[str, Any], cand, data: FitData, opts: FitOptions, console: 
     t = recipe["train"]
     iterations = refit_iterations(row, t.get("eval_every", 64), t.get("iterations", 2000))
     recipe["train"] = {**t, "iterations": iterations}
-    run_dir = opts.out / f"refit-{recipe_hash(recipe)}"
+    run_dir = opts.out / f"refit-{recipe_hash({**recipe, 'files': data.fingerprint})}"
     record_path = opts.out / "refit.json"
-    if (done := read_json(record_path)) is not None and done.get("run_dir") == str(run_dir):
+    done = read_json(record_path)
+    if done is not None and done.get("run_dir") == str(run_dir) and (opts.out / "bundle").is_dir():
         return done
     console.print(f"refit {cand.name} on the whole training file: {iterations} iterations", highlight=False)
     if not (run_dir / SUMMARY).is_file():
@@ -94,7 +95,11 @@ def _minirocket(data: FitData, opts: FitOptions) -> dict[str, Any] | None:
     except ImportError:
         return None
     path = opts.out / "minirocket.json"
-    if (done := read_json(path)) is not None and done.get("files") == [data.train, data.test]:
+    if (
+        (done := read_json(path)) is not None
+        and done.get("fingerprint") == data.fingerprint
+        and done.get("seed") == opts.seeds[0]
+    ):
         return done
     import numpy as np
     import torch
@@ -108,7 +113,8 @@ def _minirocket(data: FitData, opts: FitOptions) -> dict[str, Any] | None:
     clf = MiniRocketClassifier(random_state=opts.seeds[0], n_jobs=1)
     clf.fit(x_fit, torch.cat(ys).numpy())
     accuracy = float((clf.predict(xt.numpy().transpose(0, 2, 1).astype(np.float64)) == yt.numpy()).mean())
-    record = {"files": [data.train, data.test], "test_accuracy": accuracy, "seed": opts.seeds[0]}
+    record = {"files": [data.train, data.test], "fingerprint": data.fingerprint, "seed": opts.seeds[0]}
+    record["test_accuracy"] = accuracy
     write_json(path, record)
     return record
 
@@ -136,7 +142,7 @@ def fit(
         "clock_mhz": opts.clock_mhz,
         "quick": opts.quick,
     }
-    plan = plan_jobs(cands, tasks, budget, opts.out.resolve())
+    plan = plan_jobs(cands, tasks, budget, opts.out.resolve(), data.fingerprint)
     jobs, names = plan.pending()
     console.print(
         f"fit: {data.train_series} training series ({data.classes} classes, up to {data.length} steps, "

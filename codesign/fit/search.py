@@ -56,15 +56,23 @@ class Plan:
 
 
 def plan_jobs(
-    cands: list[Candidate], tasks: dict[tuple[int, int], dict], budget: dict[str, Any], out: Path
+    cands: list[Candidate],
+    tasks: dict[tuple[int, int], dict],
+    budget: dict[str, Any],
+    out: Path,
+    fingerprint: str = "",
 ) -> Plan:
     """The jobs of ``cands`` on the folds ``tasks[(seed, fold)]`` and their budget tasks (``budget``:
-    :func:`budget_stage`'s chip, rate, clock and mode), with finished results read back."""
+    :func:`budget_stage`'s chip, rate, clock and mode), with finished results read back.
+
+    ``fingerprint`` (of the files' contents) is in every run's hash: a file rewritten in place
+    trains again instead of reusing runs of its old contents."""
     jobs, budgets = [], {}
     for cand in cands:
         for (seed, fold), task in tasks.items():
             recipe = {**cand.recipe, "name": f"fit-{cand.name}", "seed": seed, "task": task}
-            run_dir = out / "cv" / cand.name / f"s{seed}-f{fold}-{recipe_hash(recipe)}"
+            key = recipe_hash({**recipe, "files": fingerprint})
+            run_dir = out / "cv" / cand.name / f"s{seed}-f{fold}-{key}"
             jobs.append(Job(cand.name, seed, fold, recipe, str(run_dir), cv_result(str(run_dir))))
         first = next(j for j in jobs if j.candidate == cand.name)
         key = recipe_hash({"recipe": first.recipe, "budget": budget})  # another chip or rate: mapped again
