@@ -144,6 +144,20 @@ def test_an_axis_the_schema_lacks_is_skipped_and_one_it_has_is_crossed(tmp_path)
     assert schema_has("model.pooling") and schema_has("train.lr") and not schema_has("model.no_such_key")
 
 
+def test_the_stride_is_picked_from_the_length_once_the_schema_has_the_key(monkeypatch):
+    import codesign.fit.space as space_module
+
+    notes: list[str] = []
+    plain = candidates(load_space(), quick=True, series_length=500, notes=notes)
+    if not schema_has("model.input_stride"):
+        assert all("input_stride" not in c.recipe["model"] for c in plain) and notes == []
+        monkeypatch.setattr(space_module, "schema_has", lambda key: True)
+    strided = candidates(load_space(), quick=True, series_length=500, notes=notes)
+    assert [c.recipe["model"]["input_stride"] for c in strided] == [4] * len(strided)
+    assert [c.name for c in strided] == [c.name for c in plain]  # one value: no name suffix
+    assert any("model.input_stride = 4 from the series length 500" in n for n in notes)
+
+
 def test_auto_stride_keeps_at_least_64_steps():
     assert [auto_stride(n) for n in (19, 64, 127, 128, 150, 500, 10_000)] == [1, 1, 1, 2, 2, 4, 16]
 
