@@ -303,6 +303,11 @@ def test_fit_end_to_end_then_resumes_without_redoing_anything(tmp_path, files):
     touched = [p for p, t in stamps.items() if p.stat().st_mtime_ns != t and p.name != "fit.json"]
     assert touched == []  # no run, bundle or record was written again
 
+    # an energy budget nothing meets: the same runs and records, every candidate dropped, one error
+    starved = CliRunner().invoke(app, [*args, "--workers", "1", "--max-energy", "1e-6"])
+    assert starved.exit_code == 2 and "no candidate fits the up5k at the budget given" in starved.output
+    assert "exceeds --max-energy 1e-06 nJ" in starved.output
+
     # a stopped fit: one run lost its summary; --workers 0 (no cluster) trains just that one
     lost = next((tmp_path / "out" / "cv" / "c4w4").glob("s0-f1-*"))
     (lost / "summary.json").unlink()
