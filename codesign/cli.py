@@ -87,6 +87,15 @@ def _register_explore() -> None:
 _register_explore()
 
 
+def _register_fit() -> None:
+    from codesign.fit.commands import register
+
+    register(app, user_errors)
+
+
+_register_fit()
+
+
 def _register_report() -> None:
     from codesign.report.commands import register
 
@@ -976,7 +985,7 @@ if __name__ == "__main__":
 
 FLOW: dict[str, tuple[str, ...]] = {
     "Start here": ("doctor", "demo", "flow"),
-    "Model": ("spoken-digits", "train", "eval", "quantize", "sweep", "export", "inspect", "repro"),
+    "Model": ("spoken-digits", "train", "fit", "eval", "quantize", "sweep", "export", "inspect", "repro"),
     "Hardware": ("rtl", "synth", "board", "area", "analog"),
     "Verification": ("sim", "golden", "random-bundle", "bench", "analog-check", "analog-eval"),
     "Analysis": ("report", "report-cells", "explore", "ladder"),

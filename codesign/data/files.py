@@ -14,6 +14,12 @@ absolute) reads:
 * ``.npz``: arrays ``X`` of shape ``(n, t)`` or ``(n, t, c)`` and ``y`` of shape ``(n,)``, read
   without unpickling (an object array is refused).
 
+Cross-validation (``codesign fit``): ``folds: K`` with ``fold: i`` (0 <= i < K) trains on the
+training file without its fold ``i`` and scores on fold ``i`` (the test split); the test file is
+read and checked but not used. The folds are stratified, disjoint and drawn from ``fold_seed``
+(``null``: the run seed, as ``split_seed``; :func:`codesign.data.series.fold_mask`); every class
+needs at least K series in the training file.
+
 Labels may be strings or numbers. Each malformed file stops with one line naming the file, the line
 or array, and what was expected. The splits, standardisation, padding and NaN handling are those
 of ``task: uea`` (:mod:`codesign.data.series`).
@@ -31,7 +37,7 @@ from typing import Literal
 import numpy as np
 
 from codesign.data._util import FixedSplits, check
-from codesign.data.series import LabelledSplits, build_splits
+from codesign.data.series import LabelledSplits, build_splits, fold_mask
 from codesign.errors import CodesignError
 
 __all__ = ["FORMATS", "FileDataset", "read_labelled_series"]
@@ -232,9 +238,23 @@ class FileDataset(LabelledSplits, FixedSplits):
     split_seed: int | None = None
     normalize: bool = True
     padding: Literal["front", "back"] = "front"
+    folds: int | None = None
+    fold: int | None = None
+    fold_seed: int | None = None
 
     def __post_init__(self) -> None:
         check(bool(self.train) and bool(self.test), "files", "needs train: PATH and test: PATH")
+        check(
+            (self.folds is None) == (self.fold is None),
+            "files",
+            f"folds and fold go together (got folds={self.folds}, fold={self.fold})",
+        )
+        if self.folds is not None:
+            check(
+                self.folds >= 2 and 0 <= self.fold < self.folds,
+                "files",
+                f"fold {self.fold} of folds {self.folds}: need folds >= 2 and 0 <= fold < folds",
+            )
         check(
             0.0 <= self.val_fraction < 1.0,
             "files",
@@ -263,6 +283,8 @@ class FileDataset(LabelledSplits, FixedSplits):
                 raise CodesignError(
                     f"{self.test}: labels {unseen[:5]} do not occur in the training file {self.train}"
                 )
+            if self.folds is not None:
+                train, test = self._fold(train)
             _CACHE[key] = build_splits(
                 train,
                 test,
@@ -273,3 +295,20 @@ class FileDataset(LabelledSplits, FixedSplits):
                 padding=self.padding,
             )
         return _CACHE[key]
+
+    def _fold(self, train: tuple[list[np.ndarray], np.ndarray]) -> tuple[tuple, tuple]:
+        """(the training file without fold ``fold``, fold ``fold``): the train and test of one CV run."""
+        series, labels = train
+        values, counts = np.unique(labels, return_counts=True)
+        short = [
+            f"{v!r} ({n})" for v, n in zip(values.tolist(), counts.tolist(), strict=True) if n < self.folds
+        ]
+        if short:
+            raise CodesignError(
+                f"{self.train}: {self.folds} folds need at least {self.folds} series of every class; "
+                f"classes {', '.join(short[:5])} have fewer (use fewer folds)"
+            )
+        held = fold_mask(labels, self.folds, self.fold, 0 if self.fold_seed is None else self.fold_seed)
+        keep = [s for s, h in zip(series, held, strict=True) if not h]
+        out = [s for s, h in zip(series, held, strict=True) if h]
+        return (keep, labels[~held]), (out, labels[held])

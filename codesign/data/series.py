@@ -21,7 +21,7 @@ from typing import Literal
 import numpy as np
 import torch
 
-__all__ = ["MAX_VAL_FRACTION", "LabelledSplits", "build_splits", "sort_key"]
+__all__ = ["MAX_VAL_FRACTION", "LabelledSplits", "build_splits", "fold_mask", "sort_key"]
 
 MAX_VAL_FRACTION = 0.25
 """The validation carve-out never takes more than this fraction of the training file."""
@@ -100,6 +100,27 @@ def _carve_validation(
             k = min(max(k, 1), len(idx) - 1)
         val_mask[rng.permutation(idx)[:k]] = True
     return val_mask
+
+
+def fold_mask(labels: np.ndarray, folds: int, fold: int, seed: int) -> np.ndarray:
+    """The held-out series of fold ``fold`` of ``folds`` (a boolean mask over ``labels``).
+
+    Stratified: each class's series, shuffled by ``seed``, are dealt round the folds in turn,
+    continuing where the previous class stopped, so every fold holds ``n_c / folds`` (rounded) of
+    each class and the folds differ in size by at most one series. The folds of one seed are
+    disjoint and cover every series once. A class with fewer series than folds is refused (the
+    caller names the file).
+    """
+    if folds < 2 or not 0 <= fold < folds:
+        raise ValueError(f"fold {fold} of {folds}: need folds >= 2 and 0 <= fold < folds")
+    rng = np.random.default_rng(seed)
+    owner = np.empty(len(labels), dtype=np.int64)
+    dealt = 0
+    for c in sorted(set(labels.tolist()), key=lambda v: sort_key(str(v))):
+        idx = rng.permutation(np.flatnonzero(labels == c))
+        owner[idx] = (dealt + np.arange(len(idx))) % folds
+        dealt += len(idx)
+    return owner == fold
 
 
 class LabelledSplits:

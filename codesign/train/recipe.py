@@ -33,6 +33,10 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+SEED_OPTIONS = ("split_seed", "fold_seed")
+"""Task options that, left at null, take the run seed (:meth:`TaskSpec.run_options`)."""
+
+
 class TaskSpec(BaseModel):
     """``name`` and the task's own options (validated against the task dataclass)."""
 
@@ -46,13 +50,14 @@ class TaskSpec(BaseModel):
         """The options a run with ``seed`` uses: a ``split_seed`` left at null becomes ``seed``.
 
         A task whose train/validation carve-out has ``split_seed: None`` (UEA) then draws a new
-        split for every run seed: several seeds are repeated random splits.
+        split for every run seed: several seeds are repeated random splits. ``fold_seed`` (the
+        cross-validation folds of ``task: files``) follows the run seed likewise.
         """
         options = self.options()
         fields = {f.name: f for f in dataclasses.fields(TASKS[self.name])}
-        if "split_seed" in fields and fields["split_seed"].default is None:
-            if options.get("split_seed") is None:
-                options["split_seed"] = seed
+        for key in SEED_OPTIONS:
+            if key in fields and fields[key].default is None and options.get(key) is None:
+                options[key] = seed
         return options
 
     @model_validator(mode="after")
