@@ -195,19 +195,23 @@ class _Var:
 
 
 def _declarations(lines: Iterator[str], top: str) -> dict[str, list[_Var]]:
-    """Id code -> variables of the top scope, read up to ``$enddefinitions``."""
-    depth, in_top, out = 0, False, {}
+    """Id code -> variables of the first scope named ``top`` (at any depth: the module itself, or
+    its instance in a testbench), read up to ``$enddefinitions``; the scopes inside it are skipped."""
+    stack: list[str] = []
+    top_depth, out = 0, {}
     for line in lines:
         tokens = line.split()
         if not tokens:
             continue
         if tokens[0] == "$scope":
-            depth += 1
-            if depth == 1:
-                in_top = tokens[2] == top
+            stack.append(tokens[2])
+            if not top_depth and tokens[2] == top:
+                top_depth = len(stack)
         elif tokens[0] == "$upscope":
-            depth -= 1
-        elif tokens[0] == "$var" and depth == 1 and in_top:
+            if len(stack) == top_depth:
+                top_depth = -1  # the top scope is closed: a later scope of the same name is not it
+            stack.pop()
+        elif tokens[0] == "$var" and len(stack) == top_depth:
             width, code, name = int(tokens[2]), tokens[3], tokens[4]
             msb, lsb = width - 1, 0
             if len(tokens) > 6 and tokens[5].startswith("["):
