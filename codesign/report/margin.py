@@ -5,8 +5,8 @@ iCEBreaker's UP5K clocked straight from its 12 MHz oscillator, at 100 steps per 
 
 * whether the build fits the UP5K, by the mapper's resource prediction
   (:func:`codesign.hw.cost.predict`: logic cells fitted, block RAMs, SPRAMs and DSPs counted);
-* accelerator cycles per step, from the cycle model (:func:`codesign.hw.pysim.simulate`) on the
-  bundle's own test inputs (:func:`codesign.report.measure.load_inputs`), no synthesis;
+* accelerator cycles per step, from the cycle model (:func:`codesign.hw.pysim.simulate`, the
+  build's own options) on the bundle's own test inputs (:func:`codesign.report.measure.load_inputs`), no synthesis;
 * the UART's bytes per step each way and the margin counting the link
   (:func:`codesign.report.link.link_latency`) at 115,200 baud and at 3 Mbaud, the fastest rate a
   12 MHz clock makes with the UART's 4 cycles a bit, which the iCEBreaker's FT2232H carries
@@ -14,7 +14,8 @@ iCEBreaker's UP5K clocked straight from its 12 MHz oscillator, at 100 steps per 
 * the bottleneck (link or accelerator) and the FPGA power estimate at 100 steps per second
   (:mod:`codesign.hw.power`, the coarse basis: cycle-model counters and predicted logic cells).
 
-Every build is made with ``--target up5k --weights frozen --share-multipliers auto --counters basic``.
+Every build is made with ``--target up5k --weights frozen --share-multipliers auto --counters basic``,
+or with ``--weights spram`` where only that fits (the ``weights`` column).
 """
 
 from __future__ import annotations
@@ -34,14 +35,21 @@ LINK_BAUDS = (115_200, 3_000_000)
 BUILD_OPTIONS = {"weights": "frozen", "share": "auto", "counters": "basic", "target": "up5k"}
 
 
-def _fit(bundle, lanes: int) -> dict:
-    """Predicted UP5K resources of the build and what does not fit (empty: it fits)."""
+def _fit(bundle, lanes: int) -> tuple[dict, dict]:
+    """``(options, predicted UP5K resources with what does not fit)``: the ROM build, else the one
+    with the largest weight matrices in SPRAM (``--weights spram``) when only that fits."""
     from codesign.hw.cost import build_plan, get_device, predict
 
     device = get_device("up5k")
-    opts = {k: v for k, v in BUILD_OPTIONS.items()}
-    res = predict(build_plan(bundle, lanes, **opts), device)
-    return {**res.as_dict(), "misses": res.misses(device)}
+    first = None
+    for weights in ("frozen", "spram"):
+        opts = {**BUILD_OPTIONS, "weights": weights}
+        res = predict(build_plan(bundle, lanes, **opts), device)
+        fit = {**res.as_dict(), "misses": res.misses(device)}
+        if not fit["misses"]:
+            return opts, fit
+        first = first or (opts, fit)
+    return first
 
 
 def margin_row(
@@ -51,23 +59,30 @@ def margin_row(
     from codesign.bundle.io import load_bundle
     from codesign.hw.build import build_rtl
     from codesign.hw.power import coarse_activity, estimate, load_power_data
+    from codesign.hw.pysim import simulate
     from codesign.report.link import link_latency
-    from codesign.report.measure import load_inputs, measure
+    from codesign.report.measure import load_inputs
 
     bundle = load_bundle(bundle_dir)
     row: dict = {"bundle": Path(bundle_dir).name, "lanes": lanes}
     widest = max(layer.size for layer in bundle.manifest.layers)
     if lanes > widest:
         return {**row, "status": f"P = {lanes} exceeds the widest layer (d = {widest})"}
-    fit = _fit(bundle, lanes)
-    row["resources"] = fit
+    opts, fit = _fit(bundle, lanes)
+    row["resources"], row["weights"] = fit, opts["weights"]
     if fit["misses"]:
         return {**row, "status": "does not fit the UP5K: " + "; ".join(fit["misses"])}
     with tempfile.TemporaryDirectory(prefix="codesign-margin-") as tmp:
-        info = build_rtl(Path(bundle_dir), Path(tmp) / "build", lanes=lanes, **BUILD_OPTIONS)
+        info = build_rtl(Path(bundle_dir), Path(tmp) / "build", lanes=lanes, **opts)
     seqs, source = load_inputs(bundle, sequences=sequences, steps=steps)
-    run = measure(bundle, seqs, lanes)
-    cps = run["cycles_per_step"]
+    result = simulate(bundle, seqs, lanes=lanes, **opts)
+    run = {
+        "steps": sum(len(x) for x in seqs),
+        "sequences": len(seqs),
+        "cycles": int(result.cycles),
+        "counters": {k: int(v) for k, v in result.counters.items()},
+    }
+    cps = run["cycles"] / run["steps"]
     links = {
         str(baud): link_latency(
             info, seqs, baud=baud, cycles_per_step=cps, clock_mhz=ICEBREAKER_CLOCK_MHZ, step_rate=step_rate
@@ -156,7 +171,7 @@ def _ok_row(r: dict) -> str:
     slow, fast = (r["link"][str(b)] for b in LINK_BAUDS)
     fp = r["fpga_power"]
     return (
-        f"| {r['bundle']} | {r['lanes']} | {r['resources']['logic_cells']} / {r['resources']['block_rams']} / "
+        f"| {r['bundle']} | {r['lanes']} | {r['weights']} | {r['resources']['logic_cells']} / {r['resources']['block_rams']} / "
         f"{r['resources']['dsps']} | {r['cycles_per_step']:.0f} | {r['accelerator_us_per_step']:.1f} | "
         f"{slow['bytes_per_step_in']:.1f} / {slow['bytes_per_step_out']:.2f} | "
         f"{slow['link_us_per_step']:.0f} | {slow['realtime_margin']:.1f} x, {slow['bottleneck']} | "
@@ -179,16 +194,16 @@ def render_margin(table: dict, command: str | None) -> str:
             f"`--{k.replace('_', '-') if k != 'share' else 'share-multipliers'} {v}`"
             for k, v in table["build_options"].items()
         )
-        + ".",
+        + " (`--weights spram` where only that fits the UP5K: the weights column).",
         "",
         f"The FPGA power is an **estimate** (`codesign/hw/power.py`, coarse basis: cycle-model counters and "
         f"predicted logic cells, approximate per-event energies): the average at {rate:g} steps/s, static core "
         "power + the running clock + the logic's energy per step x the rate. At this rate the accelerator is "
         "busy well under 1 % of the time, so the static power and the idle clock dominate.",
         "",
-        f"| bundle | P | LC / BRAM / DSP (UP5K 5280 / 30 / 8) | cycles/step | accelerator us/step | UART bytes/step in / out | "
+        f"| bundle | P | weights | LC / BRAM / DSP (UP5K 5280 / 30 / 8) | cycles/step | accelerator us/step | UART bytes/step in / out | "
         f"link us/step at 115,200 | margin at 115,200 baud | margin at 3 Mbaud | FPGA mW at {rate:g}/s (estimate) | uJ/step |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     skipped = []
     for r in table["rows"]:
