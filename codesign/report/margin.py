@@ -179,6 +179,37 @@ def _ok_row(r: dict) -> str:
     )
 
 
+def _summary(table: dict) -> list[str]:
+    """One paragraph over the rows: the worst margins, the bottlenecks, the share of the power
+    that is static or clock."""
+    ok = [r for r in table["rows"] if r.get("status") == "ok"]
+    if not ok:
+        return []
+    slow, fast = (str(b) for b in LINK_BAUDS)
+    worst = min(ok, key=lambda r: r["link"][slow]["realtime_margin"])
+    link_bound = sum(r["link"][slow]["bottleneck"] == "link" for r in ok)
+    idle = [
+        (r["fpga_power"]["static_mw"] + r["fpga_power"]["clock_mw"]) / r["fpga_power"]["average_mw"]
+        for r in ok
+    ]
+    acc = max(ok, key=lambda r: r["accelerator_us_per_step"])
+    return [
+        "",
+        (
+            "Every build in the table keeps up"
+            if worst["link"][slow]["realtime_margin"] >= 1
+            else "Not every build keeps up"
+        )
+        + ": the smallest margin at 115,200 baud is "
+        f"{worst['link'][slow]['realtime_margin']:.1f} x ({worst['bundle']}, P = {worst['lanes']}), at 3 Mbaud "
+        f"{min(r['link'][fast]['realtime_margin'] for r in ok):.1f} x. The link is the bottleneck in "
+        f"{link_bound} of {len(ok)} rows at 115,200 baud; the slowest accelerator ({acc['bundle']}, "
+        f"P = {acc['lanes']}) takes {acc['accelerator_us_per_step']:.1f} us of the {1e6 / table['step_rate_hz']:.0f} us "
+        f"step. The static power and the running clock are {100 * min(idle):.0f}-{100 * max(idle):.0f} % of the "
+        "estimated FPGA power at this rate.",
+    ]
+
+
 def render_margin(table: dict, command: str | None) -> str:
     """The table as a Markdown page (the command that made it under it)."""
     rate, clock = table["step_rate_hz"], table["clock_mhz"]
@@ -211,8 +242,16 @@ def render_margin(table: dict, command: str | None) -> str:
             out.append(_ok_row(r))
         else:
             skipped.append(f"- {r['bundle']} P = {r['lanes']}: {r['status']}")
+    out += _summary(table)
     if skipped:
-        out += ["", "Not in the table:", "", *skipped]
+        out += [
+            "",
+            "Not in the table (with these options; `codesign rtl BUNDLE --device up5k` searches further "
+            "mapping options, shared multipliers, folded words and shared update units among them, and "
+            "can fit some of these, see [the FPGA flow](fpga.md)):",
+            "",
+            *skipped,
+        ]
     if command:
         out += ["", "Made by:", "", "```", command, "```"]
     return "\n".join(out) + "\n"
