@@ -938,7 +938,12 @@ def sim(
         )
     console.print(report.summary_line(), highlight=False)
     if power:
-        _netlist_power(source_build, build, netlist, report)
+        played = (
+            f"the bundle's test set (first {test_set or 'all'})"
+            if test_set is not None
+            else (f"{inputs.name}" if inputs is not None else f"random testbench sequences (seed {seed})")
+        )
+        _netlist_power(source_build, build, netlist, report, played)
     if report.waveform and report.mismatches:
         console.print(f"waveform of the failing test: {report.waveform}", highlight=False)
     if json_path is not None:
@@ -964,7 +969,7 @@ def _vcd_waves(on: bool):
             os.environ["CODESIGN_WAVES_FORMAT"] = old
 
 
-def _netlist_power(build: Path, netlist_dir: Path, device: str, report) -> None:
+def _netlist_power(build: Path, netlist_dir: Path, device: str, report, played: str) -> None:
     """Count the netlist simulation's events (codesign.hw.toggles) into ``BUILD/power/DEVICE.json``
     and print the FPGA power estimate at the device's board clock and 100 steps per second."""
     from codesign.atomic import write_text
@@ -980,6 +985,7 @@ def _netlist_power(build: Path, netlist_dir: Path, device: str, report) -> None:
         steps=int(report.steps),
         sequences=int(report.sequences),
         gaps=bool(report.gaps),
+        inputs=played,
         vcd=str(report.waveform),
         netlist=str(netlist_dir / "accelerator.v"),
     )

@@ -75,7 +75,8 @@ def _activity(
             raise CodesignError(f"not JSON: {err}", path=path) from None
         basis = (
             f"netlist simulation: toggles and memory events of the {device} netlist over "
-            f"{activity.get('steps')} steps, {activity.get('cycles')} cycles of the testbench's inputs ({path})"
+            f"{activity.get('steps')} steps, {activity.get('cycles')} cycles, inputs: "
+            f"{activity.get('inputs', 'not recorded')} ({path})"
         )
         return activity, basis
     luts, ffs, where = _resources(bundle, info, synth, device)
