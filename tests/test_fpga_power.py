@@ -236,6 +236,75 @@ def test_the_toggle_counter_on_a_hand_made_netlist_and_vcd(tmp_path):
     assert a["dsp_ops"] == 2 and a["cycles"] == 4 and a["ffs"] == 1 and a["unresolved_bits"] == 0
 
 
+ECP5_NETLIST = """module accelerator(clk, e, w, p);
+  input clk;
+  input e;
+  input w;
+  output [1:0] p;
+  DP16KD #(
+    .DATA_WIDTH_A(32'sd18)
+  ) \\ram$1.0.0  (
+    .CEA(e),
+    .CEB(1'h0),
+    .CLKA(clk),
+    .CLKB(1'h0),
+    .WEA(w),
+    .WEB(1'h0)
+  );
+  MULT18X18D #(
+    .REG_INPUTA_CLK("NONE")
+  ) mul (
+    .P0(p[0]),
+    .P1(p[1])
+  );
+  CCU2C #(
+    .INIT0(16'h9696)
+  ) add (
+    .S0(p[1])
+  );
+endmodule
+"""
+
+ECP5_VCD = """$scope module accelerator $end
+$var wire 1 ! clk $end
+$var wire 1 " e $end
+$var wire 1 # w $end
+$var wire 2 $ p [1:0] $end
+$upscope $end
+$enddefinitions $end
+#0
+0!
+1"
+0#
+b0 $
+#5
+1!
+#6
+b11 $
+1#
+#10
+0!
+#15
+1!
+"""
+
+
+def test_the_toggle_counter_reads_the_ecp5_cells(tmp_path):
+    cells = netlist_cells(ECP5_NETLIST)
+    assert [(c.type, c.name) for c in cells] == [
+        ("DP16KD", "\\ram$1.0.0"),
+        ("MULT18X18D", "mul"),
+        ("CCU2C", "add"),
+    ]
+    vcd = tmp_path / "e.vcd"
+    vcd.write_text(ECP5_VCD)
+    a = vcd_activity(vcd, cells)
+    # port A read at 5 (CEA, WEA low), written at 15; port B is tied off
+    assert (a["bram_reads"], a["bram_writes"], a["memory_ports"]) == (1, 1, 2)
+    # the product changed between the edges; p[1] is also a CCU2C sum (a carry-chain toggle)
+    assert (a["dsp_ops"], a["carry_toggles"], a["cycles"]) == (1, 1, 2)
+
+
 @pytest.mark.sim
 def test_the_toggle_counter_on_an_icarus_run_of_a_mapped_counter(tmp_path):
     """A two-bit counter in iCE40 primitives under Icarus: bit 0 toggles every cycle, bit 1 every other."""
