@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from codesign.errors import CodesignError
+from codesign.hw.power import ACTIVITY_KEYS
 
 __all__ = ["Cell", "netlist_cells", "parse_bits", "vcd_activity"]
 
@@ -269,23 +270,11 @@ class _Activity:
         self.value = dict.fromkeys(decls, 0)
         self.unknown = {code: (1 << w) - 1 for code, w in self.width.items()}
         self.masks: dict[str, dict[str, int]] = {}  # code -> class -> bit mask
-        self.counts = dict.fromkeys(
-            (
-                "lut_toggles",
-                "carry_toggles",
-                "ff_toggles",
-                "bram_reads",
-                "bram_writes",
-                "spram_reads",
-                "spram_writes",
-                "dsp_ops",
-            ),
-            0,
-        )
+        self.counts = dict.fromkeys(ACTIVITY_KEYS, 0)
         self.cycles, self.ffs, self.unresolved = 0, 0, 0
         self.diff: dict[str, int] = {}  # bits changed since the last clock edge
-        self.dsps: list[list[tuple[str, int]]] = []  # each multiplier's output bits (code, mask)
-        self.ports: list[tuple[str, list, list, str]] = []  # (clock code, ones, zeros, event)
+        self.dsps: list[list[tuple[str, int]]] = []  # each multiplier's output bits (code, bit)
+        self.ports: list[tuple[str, list, list, str]] = []  # (event, pins at 1, pins at 0, cell name)
         self._resolve = lambda bit: _locate(bit, by_name)
         for cell in cells:
             self._add(cell)
@@ -318,7 +307,7 @@ class _Activity:
         bits = cell.ports.get(port, ["0"])
         return bits[-1] if isinstance(bits[-1], str) else self._resolve(bits[-1]) or "x"
 
-    def _level(self, pin) -> int | None:
+    def level(self, pin) -> int | None:
         if isinstance(pin, str):
             return {"0": 0, "1": 1}.get(pin)
         code, bit = pin
@@ -330,7 +319,7 @@ class _Activity:
         """A rising clock edge: count the enabled memory ports (values as they were before it)."""
         self.cycles += 1
         for event, ones, zeros, _ in self.ports:
-            if all(self._level(p) == 1 for p in ones) and all(self._level(p) == 0 for p in zeros):
+            if all(self.level(p) == 1 for p in ones) and all(self.level(p) == 0 for p in zeros):
                 self.counts[event] += 1
 
     def apply(self, batch: list[tuple[str, str]]) -> None:
@@ -383,7 +372,7 @@ def vcd_activity(vcd: Path, cells: list[Cell], *, top: str = "accelerator", cloc
         for _time, batch in _changes(f):
             rises = (
                 any(code == clk_code and value == "1" for code, value in batch)
-                and act._level((clk_code, 0)) == 0
+                and act.level((clk_code, 0)) == 0
             )
             if rises:
                 act.edge()
