@@ -6,8 +6,10 @@ code 2; simulation mismatches exit with 1.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -896,6 +898,14 @@ def sim(
             "block RAM, SPRAM, DSP and LUT primitives with their cell models, in BUILD/netlist/DEVICE/"
         ),
     ] = None,
+    power: Annotated[
+        bool,
+        typer.Option(
+            "--power",
+            help="with --netlist (Icarus): dump a VCD and count the netlist's toggles, block-RAM, SPRAM and DSP "
+            "events into BUILD/power/DEVICE.json, the activity `codesign report` prices as the FPGA power estimate",
+        ),
+    ] = False,
     test_set: Annotated[
         int | None,
         typer.Option(
@@ -919,31 +929,97 @@ def sim(
             )
         inputs, labels = _test_set_files(build, test_set)
         vectors = 0
+    source_build = build
+    if power and (netlist is None or simulator != "icarus"):
+        raise CodesignError("--power needs --netlist DEVICE and --sim icarus (the VCD of the mapped netlist)")
     if netlist is not None:
         from codesign.fpga.netlist import netlist_build
 
         build = netlist_build(build, netlist, progress=lambda line: err_console.print(f"sim: {line}"))
     if vectors is None:
         vectors = 0 if inputs is not None else 20
-    report = run_sim(
-        build,
-        simulator,
-        vectors=vectors,
-        seed=seed,
-        inputs=inputs,
-        labels=labels,
-        timeout_s=timeout,
-        gaps=gaps,
-        tests=tuple(test or ("random_sequences",)),
-        bundles=bundle or None,
-    )
+    with _vcd_waves(power):
+        report = run_sim(
+            build,
+            simulator,
+            vectors=vectors,
+            seed=seed,
+            inputs=inputs,
+            labels=labels,
+            timeout_s=timeout,
+            gaps=gaps,
+            tests=tuple(test or ("random_sequences",)),
+            bundles=bundle or None,
+            waves="always" if power else "on_failure",
+        )
     console.print(report.summary_line(), highlight=False)
-    if report.waveform:
+    if power:
+        played = (
+            f"the bundle's test set (first {test_set or 'all'})"
+            if test_set is not None
+            else (f"{inputs.name}" if inputs is not None else f"random testbench sequences (seed {seed})")
+        )
+        _netlist_power(source_build, build, netlist, report, played)
+    if report.waveform and report.mismatches:
         console.print(f"waveform of the failing test: {report.waveform}", highlight=False)
     if json_path is not None:
         write_text(json_path, json.dumps(report.summary_json(), indent=2) + "\n")
     if report.mismatches:
         raise typer.Exit(1)
+
+
+@contextlib.contextmanager
+def _vcd_waves(on: bool):
+    """Icarus dumps a VCD (not an FST) while ``on``: the toggle counter reads VCD."""
+    if not on:
+        yield
+        return
+    old = os.environ.get("CODESIGN_WAVES_FORMAT")
+    os.environ["CODESIGN_WAVES_FORMAT"] = "vcd"
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("CODESIGN_WAVES_FORMAT", None)
+        else:
+            os.environ["CODESIGN_WAVES_FORMAT"] = old
+
+
+def _netlist_power(build: Path, netlist_dir: Path, device: str, report, played: str) -> None:
+    """Count the netlist simulation's events (codesign.hw.toggles) into ``BUILD/power/DEVICE.json``
+    and print the FPGA power estimate at the device's board clock and 100 steps per second."""
+    from codesign.atomic import write_text
+    from codesign.hw.power import estimate, load_power_data
+    from codesign.hw.toggles import netlist_cells, vcd_activity
+
+    if not report.waveform:
+        raise CodesignError("the simulation wrote no VCD to count toggles in", path=netlist_dir)
+    activity = vcd_activity(Path(report.waveform), netlist_cells(netlist_dir / "accelerator.v"))
+    activity.update(
+        device=device,
+        basis="netlist",
+        steps=int(report.steps),
+        sequences=int(report.sequences),
+        gaps=bool(report.gaps),
+        inputs=played,
+        vcd=str(report.waveform),
+        netlist=str(netlist_dir / "accelerator.v"),
+    )
+    out = Path(build) / "power" / f"{device}.json"
+    write_text(out, json.dumps(activity, indent=2) + "\n")
+    from codesign.fpga.devices import get_device
+
+    clock_mhz = get_device(device).board_clock_hz / 1e6
+    est = estimate(
+        load_power_data(device), activity, clock_mhz=clock_mhz, step_rate=100.0, steps_per_inference=1
+    )
+    console.print(
+        f"FPGA power (estimate, {device}, netlist toggles of {activity['steps']} steps, {activity['cycles']} cycles): "
+        f"static {est['static_mw']:.3f} mW, dynamic {est['dynamic_mw']:.3f} mW at {clock_mhz:g} MHz "
+        f"(clock {est['clock_mw']:.3f} mW + logic {est['logic_pj_per_step'] / 1e3:.2f} nJ a step), "
+        f"average {est['average_mw']:.3f} mW at 100 steps/s; activity {out}",
+        highlight=False,
+    )
 
 
 def _test_set_files(build: Path, count: int) -> tuple[Path, Path]:
@@ -988,7 +1064,7 @@ FLOW: dict[str, tuple[str, ...]] = {
     "Model": ("spoken-digits", "train", "fit", "eval", "quantize", "sweep", "export", "inspect", "repro"),
     "Hardware": ("rtl", "synth", "board", "area", "analog"),
     "Verification": ("sim", "golden", "random-bundle", "bench", "analog-check", "analog-eval"),
-    "Analysis": ("report", "report-cells", "explore", "ladder"),
+    "Analysis": ("report", "margin", "report-cells", "explore", "ladder"),
 }
 """``codesign --help`` lists the commands in the order of the flow, in these panels."""
 

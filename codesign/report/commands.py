@@ -15,7 +15,7 @@ from codesign.atomic import write_text
 from codesign.errors import CodesignError
 from codesign.report.analog import DEFAULT_NEURONS, DEFAULT_STEPS
 
-__all__ = ["register", "report"]
+__all__ = ["margin", "register", "report"]
 
 
 def report(
@@ -55,6 +55,14 @@ def report(
     analog_steps: Annotated[
         int, typer.Option(help="at most this many steps of the first input sequence played in ngspice")
     ] = DEFAULT_STEPS,
+    fpga_device: Annotated[
+        str | None,
+        typer.Option(
+            "--fpga-device",
+            help="chip of the FPGA power estimate: up5k, hx8k, ecp5-25k or ecp5-85k (default: the netlist "
+            "activity's, else the build's target, else a synthesised one, else up5k)",
+        ),
+    ] = None,
 ) -> None:
     """Latency, energy / power proxy, area and comparisons of a build: markdown, JSON and a PNG."""
     from codesign.report.analog import availability
@@ -82,6 +90,7 @@ def report(
         leak_nw_per_um2=leak,
         analog=analog_opts,
         analog_off=analog_off,
+        fpga_device=fpga_device,
     )
     out = out or Path(build) / "report"
     command = "codesign report " + shlex.join(sys.argv[2:]) if len(sys.argv) > 2 else None
@@ -99,6 +108,12 @@ def report(
         f"{lat['step_rate_hz']:g} steps/s), {en['energy_uj_per_inference'] * 1e3:.2f} nJ/inference, "
         f"{en['power_uw']:.3f} uW; report {out}/report.md"
     )
+    fp = figures["fpga_power"]
+    print(
+        f"FPGA power (estimate, {fp['device']}, {fp['basis']}): static {fp['static_mw']:.3f} mW, dynamic "
+        f"{fp['dynamic_mw']:.3f} mW at {fp['clock_mhz']:g} MHz, average {fp['average_mw']:.3f} mW and "
+        f"{fp['energy_uj_per_step']:.3g} uJ/step at {fp['step_rate_hz']:g} steps/s"
+    )
     an = figures["analog"]
     if an["status"] == "measured":
         print(
@@ -111,5 +126,43 @@ def report(
         print(f"analog: {an['status']}: {an['reason']}")
 
 
+def margin(
+    bundles: Annotated[Path, typer.Option(help="folder of bundles")] = Path("models/bundles"),
+    out: Annotated[Path | None, typer.Option("--out", help="write the Markdown table here")] = None,
+    json_path: Annotated[
+        Path | None, typer.Option("--json", help="also write the table as JSON here")
+    ] = None,
+    lanes: Annotated[str, typer.Option(help="lane counts, comma-separated")] = "1,4",
+    only: Annotated[str | None, typer.Option(help="only these bundles, comma-separated names")] = None,
+    sequences: Annotated[int, typer.Option(help="input sequences per bundle for the cycle model")] = 2,
+    steps: Annotated[int | None, typer.Option(help="at most this many steps per sequence")] = None,
+    step_rate: Annotated[float, typer.Option("--step-rate", help="steps per second")] = 100.0,
+) -> None:
+    """Real-time margin of every bundle on the iCEBreaker (12 MHz), UART link included, with the FPGA power estimate."""
+    from codesign.report.margin import margin_table, render_margin
+
+    try:
+        lane_list = tuple(int(x) for x in lanes.split(","))
+    except ValueError:
+        raise CodesignError(f"--lanes {lanes!r}: comma-separated integers, e.g. 1,4") from None
+    table = margin_table(
+        bundles,
+        lane_list,
+        sequences=sequences,
+        steps=steps,
+        step_rate=step_rate,
+        only=only.split(",") if only else None,
+    )
+    command = "codesign margin " + shlex.join(sys.argv[2:]) if len(sys.argv) > 2 else "codesign margin"
+    table["command"] = command
+    text = render_margin(table, command)
+    if out is not None:
+        write_text(out, text)
+    if json_path is not None:
+        write_text(json_path, json.dumps(table, indent=2) + "\n")
+    print(text)
+
+
 def register(app: typer.Typer, wrap: Callable) -> None:
     app.command("report")(wrap(report))
+    app.command("margin")(wrap(margin))

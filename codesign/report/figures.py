@@ -11,6 +11,7 @@ from codesign.bundle.io import load_bundle
 from codesign.energy import DEFAULT_LEAK_NW_PER_UM2, ENERGY_PJ, dynamic_energy
 from codesign.errors import CodesignError
 from codesign.report.analog import CACHE_DIR, analog_power, not_measured, side_by_side
+from codesign.report.fpga_power import fpga_power_section
 from codesign.report.link import link_latency
 from codesign.report.measure import dense_macs, load_inputs, measure, sweep_lanes
 from codesign.report.references import REFERENCES
@@ -235,12 +236,14 @@ def build_figures(
     analog: dict | None = None,
     analog_off: str = "not requested",
     progress: Callable[[str], None] | None = None,
+    fpga_device: str | None = None,
 ) -> dict:
     """Everything ``codesign report`` writes, as one JSON-able dict.
 
     ``analog``: keyword arguments of :func:`codesign.report.analog.analog_power` (``neurons``,
     ``steps``, ...) to measure the cells in ngspice (cached in ``BUILD/report_analog``); None
-    leaves the section out, with ``analog_off`` as the reason.
+    leaves the section out, with ``analog_off`` as the reason. ``fpga_device``: the chip of the
+    FPGA power estimate (:mod:`codesign.report.fpga_power`; default chosen from the build).
     """
     say = progress or (lambda t: print(f"report: {t}", file=sys.stderr, flush=True))
     build = Path(build)
@@ -283,6 +286,17 @@ def build_figures(
         "inputs": {"source": source, "sequences": len(seqs), "steps_per_sequence": steps_per_inference},
         "latency": _latency(main, clock, step_rate, synth, info, seqs),
         "energy": _energy_section(main, area, leak_nw_per_um2),
+        "fpga_power": fpga_power_section(
+            build,
+            bundle,
+            info,
+            synth,
+            main,
+            clock_mhz=clock["mhz"],
+            step_rate=step_rate,
+            steps_per_inference=steps_per_inference,
+            device=fpga_device,
+        ),
         "area": _area(info, area, area_path, synth),
         "dense_vs_event": _dense_vs_event(info, bundle.manifest, main),
         "sweep": [{k: r[k] for k in SWEEP_COLUMNS} for r in sweep],

@@ -166,7 +166,8 @@ def _energy_section(report: dict) -> list[str]:
     return [
         "## Energy and power (proxy)",
         "",
-        f"Per-operation energies: {en['table_source']}. Leakage: {en['leak_note']}.",
+        f"An ASIC proxy, not the FPGA's power (the FPGA estimate is the next section). Per-operation energies: "
+        f"{en['table_source']}. Leakage: {en['leak_note']}.",
         "",
         "| figure | value |",
         "|---|---|",
@@ -185,6 +186,42 @@ def _energy_section(report: dict) -> list[str]:
             f"{k} {v:.0f}" for k, v in sorted(en["dynamic_pj_by_memory"].items(), key=lambda kv: -kv[1]) if v
         )
         + ".",
+        "",
+    ]
+
+
+def _fpga_power_section(report: dict) -> list[str]:
+    """The FPGA power estimate (codesign.report.fpga_power), beside the ASIC proxy above."""
+    fp = report.get("fpga_power")
+    if not fp:
+        return []
+    t = report["inputs"]["steps_per_sequence"]
+    share = fp["static_share"] or 0.0
+    cls = ", ".join(f"{k} {v:.0f}" for k, v in fp["logic_pj_per_step_by_class"].items() if v)
+    return [
+        f"## FPGA power (estimate): {fp['part']} ({fp['device']})",
+        "",
+        f"**FPGA power (estimate): static {fp['static_mw']:.3f} mW, dynamic {fp['dynamic_mw']:.3f} mW at "
+        f"{fp['clock_mhz']:g} MHz, {_n(fp['energy_uj_per_step'])} uJ per step and {_n(fp['energy_uj_per_inference'])} uJ "
+        f"per inference at {fp['step_rate_hz']:g} steps/s.** This is the chip's power, beside the ASIC proxy above "
+        f"(a 45 nm per-operation table); basis: {fp['basis']}.",
+        "",
+        "| figure | value |",
+        "|---|---|",
+        f"| static (core) | {fp['static_mw']:.3f} mW: {fp['static_source']} |",
+        f"| clock (tree + {fp['activity'].get('ffs', 0):.0f} flip-flops, every cycle) | {fp['clock_mw']:.3f} mW "
+        f"({fp['clock_pj_per_cycle']:.1f} pJ a cycle) |",
+        f"| logic energy per step (toggles, memory, DSP) | {fp['logic_pj_per_step']:.0f} pJ ({cls}) |",
+        f"| dynamic at {fp['clock_mhz']:g} MHz, a step every {fp['cycles_per_step']:.0f} cycles | {fp['dynamic_mw']:.3f} mW |",
+        f"| busy share at {fp['step_rate_hz']:g} steps/s | {100 * fp['duty']:.3f} % |",
+        f"| average at {fp['step_rate_hz']:g} steps/s (static + clock + logic x rate) | {fp['average_mw']:.3f} mW |",
+        f"| energy per step / per inference ({t:.0f} steps) | {_n(fp['energy_uj_per_step'])} uJ / "
+        f"{_n(fp['energy_uj_per_inference'])} uJ |",
+        "",
+        f"Basis: {fp['basis_note']}. Between steps the design is taken to idle with only its clock running "
+        "(no clock gating), so at a low step rate the "
+        f"static power ({100 * share:.0f} % of the average here) and the idle clock dominate and the computation "
+        f"is a small part. Static power is the data sheet's typical core current; {fp['energies_note']}.",
         "",
     ]
 
@@ -286,6 +323,7 @@ def render_markdown(report: dict, png_name: str | None, command: str | None) -> 
     out = (
         _latency_section(report)
         + _energy_section(report)
+        + _fpga_power_section(report)
         + _area_section(report)
         + _lanes_section(report, png_name)
         + _dense_and_references(report)
