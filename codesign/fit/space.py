@@ -26,14 +26,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from codesign.bundle.io import validation_message
 from codesign.errors import CodesignError
+from codesign.nn.stride import auto_stride
 from codesign.train.recipe import Recipe, apply_override, parse_recipe
 
 __all__ = ["Candidate", "FitSpace", "auto_stride", "candidates", "load_space", "schema_has"]
 
 STRIDE_KEY = "model.input_stride"
-TARGET_STEPS = 64
-"""The automatic input stride keeps a series at least this many steps long (after striding)."""
-MAX_STRIDE = 16
 
 
 class _Strict(BaseModel):
@@ -100,15 +98,6 @@ def schema_has(key: str) -> bool:
         return True
     fields = getattr(annotation, "model_fields", {})
     return rest.split(".")[0] in fields
-
-
-def auto_stride(length: int) -> int:
-    """The largest power of two (at most :data:`MAX_STRIDE`) that leaves ``length`` at least
-    :data:`TARGET_STEPS` steps: long series are averaged down, short ones kept."""
-    stride = 1
-    while stride * 2 <= MAX_STRIDE and length // (stride * 2) >= TARGET_STEPS:
-        stride *= 2
-    return stride
 
 
 def _with(data: dict[str, Any], key: str, value: Any) -> dict[str, Any]:

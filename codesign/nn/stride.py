@@ -25,6 +25,21 @@ def check_stride(stride: int) -> int:
     return stride
 
 
+AUTO_TARGET_STEPS = 64
+"""``input_stride: auto`` keeps a series at least this many layer steps long."""
+AUTO_MAX_STRIDE = 16
+"""... and averages at most this many frames into one step."""
+
+
+def auto_stride(length: int) -> int:
+    """The largest power of two (at most :data:`AUTO_MAX_STRIDE`) that leaves ``length`` frames at
+    least :data:`AUTO_TARGET_STEPS` steps: long series are averaged down, short ones kept."""
+    stride = 1
+    while stride * 2 <= AUTO_MAX_STRIDE and length // (stride * 2) >= AUTO_TARGET_STEPS:
+        stride *= 2
+    return stride
+
+
 def window_sums(x: torch.Tensor, stride: int) -> torch.Tensor:
     """``(B, T, F)`` -> ``(B, ceil(T / S), F)``: each window's sum (zeros complete the last)."""
     batch, steps, features = x.shape

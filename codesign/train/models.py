@@ -41,9 +41,12 @@ def build_model(recipe, task) -> nn.Module:
         if task.kind != "classification":
             raise ValueError("arch 'hardware' supports classification tasks (the readout ends in argmax)")
         per_step = task.target == "every_step"
-        if per_step and spec.input_stride != 1:
+        stride = (
+            1 if per_step and spec.input_stride == "auto" else spec.stride_for(getattr(task, "length", None))
+        )
+        if per_step and stride != 1:
             raise CodesignError(
-                f"model.input_stride {spec.input_stride} gives one step per {spec.input_stride} input "
+                f"model.input_stride {stride} gives one step per {stride} input "
                 f"frames, but task {recipe.task.name!r} labels every frame: use input_stride 1"
             )
         pooling = "last" if per_step else spec.pooling
@@ -57,7 +60,7 @@ def build_model(recipe, task) -> nn.Module:
             per_step=per_step,
             readout_hidden=spec.readout_hidden,
             readout_act=spec.readout_act,
-            input_stride=spec.input_stride,
+            input_stride=stride,
         )
     names = spec.cells or [spec.cell] * spec.blocks
     it = iter(names)

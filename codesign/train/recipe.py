@@ -128,12 +128,19 @@ class ModelSpec(_Strict):
         default="relu", description="hardware: activation of the hidden readout layer"
     )
     dropout: float = Field(default=0.0, ge=0.0, lt=1.0)
-    input_stride: int = Field(
+    input_stride: int | Literal["auto"] = Field(
         default=1,
-        ge=1,
-        le=256,
-        description="hardware: input frames averaged into one step of the first layer (a power of two)",
+        description="hardware: input frames averaged into one step of the first layer (a power of two "
+        "1..256), or auto: from the task's series length (at least 64 steps, at most 16 frames a step)",
     )
+
+    def stride_for(self, length: int | None) -> int:
+        """The input stride of a task whose series are ``length`` frames long (``auto`` resolved)."""
+        from codesign.nn.stride import auto_stride
+
+        if self.input_stride == "auto":
+            return auto_stride(length) if length else 1
+        return self.input_stride
 
     @model_validator(mode="after")
     def _check(self) -> ModelSpec:
@@ -170,9 +177,10 @@ class ModelSpec(_Strict):
                 raise ValueError(
                     f"model.drop: {unknown} are not backbone elements; use some of {list(PARTS)}"
                 )
-        if self.input_stride & (self.input_stride - 1):
+        stride = self.input_stride
+        if stride != "auto" and (not 1 <= stride <= 256 or stride & (stride - 1)):
             raise ValueError(
-                f"model.input_stride must be a power of two (1, 2, 4, ... 256), got {self.input_stride}"
+                f"model.input_stride must be auto or a power of two (1, 2, 4, ... 256), got {stride}"
             )
         if self.input_stride != 1 and self.arch != "hardware":
             raise ValueError(f"model.input_stride {self.input_stride} is a hardware-profile option")
