@@ -34,8 +34,9 @@ from codesign.golden.model import run_golden
 from codesign.verify.vectors import random_vectors
 
 PERIOD_NS = 10
-#: Clock cycles without a byte from the design before the host gives up (a hung design).
-SILENCE_CYCLES = 200_000
+#: Clock cycles without a byte from the design before the host gives up (a hung design): far
+#: more than a step of the reference bundles takes, a few seconds of a gate-level simulation.
+SILENCE_CYCLES = 30_000
 
 
 class UartSource:

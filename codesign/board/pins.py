@@ -131,14 +131,15 @@ def run_pins(
     )
 
 
-def pins_mutant(folder: Path, index: int, out: Path) -> str:
+def pins_mutant(folder: Path, index: int, out: Path, within: str = "") -> str:
     """A copy of the pins folder ``folder`` in ``out`` with LUT ``index`` of its netlist inverted
-    (:func:`codesign.fpga.netlist.flip_lut`); returns the change."""
+    (:func:`codesign.fpga.netlist.flip_lut`; ``within``: among the LUTs of one flattened module,
+    e.g. ``uart_rx.``, ``bridge.``, ``accelerator.``); returns the change."""
     folder = Path(folder)
     info = _pins_info(folder)
     if info["device"] is None:
         raise CodesignError("the RTL has no LUTs to invert: make the pins folder for a device", path=folder)
-    mutated, change = flip_lut((folder / PINS_VERILOG).read_text(), index)
+    mutated, change = flip_lut((folder / PINS_VERILOG).read_text(), index, within)
     shutil.copytree(folder, out, dirs_exist_ok=True, ignore=shutil.ignore_patterns("sim_*"))
     (Path(out) / PINS_VERILOG).write_text(mutated)
     info["verilog_sha256"] = hashlib.sha256(mutated.encode()).hexdigest()

@@ -148,23 +148,31 @@ def netlist_build(
 
 # the iCE40 SB_LUT4's .LUT_INIT(16'h..), the ECP5 LUT4's .INIT(16'h..)
 _LUT_INIT = re.compile(r"\.(LUT_INIT|INIT)\((\d+)'h([0-9a-fA-F]+)\)")
+# the instance name after a cell's parameter list: `) \name  (` or `) name (`
+_INSTANCE = re.compile(r"\s*\)\s*\\?(\S+)\s*\(")
 
 
-def flip_lut(text: str, index: int) -> tuple[str, str]:
+def flip_lut(text: str, index: int, within: str = "") -> tuple[str, str]:
     """``text`` (a mapped netlist with its cell models) with LUT number ``index`` inverted, and a
     description of the change. Only the mapped part (before the cell models) is searched, so the
-    mutant changes the design's own logic, never a model."""
+    mutant changes the design's own logic, never a model; ``within`` keeps only the LUTs whose
+    instance name starts with it (a flattened module's path, e.g. ``uart_tx.``)."""
     design_end = text.find("`define NO_")  # where cell_models() starts
     design = text if design_end < 0 else text[:design_end]
-    inits = list(_LUT_INIT.finditer(design))
+    named = [(m, _INSTANCE.match(design, m.end())) for m in _LUT_INIT.finditer(design)]
+    inits = [m for m, name in named if name is not None and name.group(1).startswith(within)]
     if not inits:
-        raise CodesignError("no LUT initialisation found in the netlist")
+        raise CodesignError(
+            f"no LUT initialisation found in the netlist{f' within {within!r}' if within else ''}"
+        )
     m = inits[index % len(inits)]
     bits = int(m.group(2))
     flipped = (~int(m.group(3), 16)) & ((1 << bits) - 1)
     new = f".{m.group(1)}({bits}'h{flipped:0{bits // 4}x})"
     mutated = text[: m.start()] + new + text[m.end() :]
-    return mutated, f"LUT {index % len(inits)} of {len(inits)}: {m.group(0)} -> {new}"
+    name = _INSTANCE.match(design, m.end()).group(1)
+    where = f" {within!r}" if within else ""
+    return mutated, f"LUT {index % len(inits)} of {len(inits)}{where} ({name}): {m.group(0)} -> {new}"
 
 
 def invert_lut(netlist: Path, index: int, out: Path) -> str:
