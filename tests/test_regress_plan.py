@@ -27,7 +27,7 @@ def test_make_sim_simulates_a_up5k_netlist_and_the_chip_at_its_pins(tmp_path):
     assert ports.sim_build == ports.build / "netlist" / "up5k" and not ports.pins
     assert pins.sim_build == pins.build / "pins" / "up5k" and pins.pins
     # the build step maps them: the netlist device and the pins flag travel with the build's arguments
-    assert regress_run.build_args(pins)[-2:] == ("up5k", True)
+    assert regress_run.build_args(pins)[-3:] == ("up5k", True, "none")
     assert designs["shape00"].sim_build == designs["shape00"].build
     assert "netlist_up5k" not in _plan(tmp_path, "--no-references", "--no-netlists")
 

@@ -66,6 +66,7 @@ class Design:
     narrow: str = "off"  # codesign rtl --narrow
     share_updates: str = "off"  # codesign rtl --share-updates
     merge: str = "off"  # codesign rtl --merge
+    counters: str = "all"  # codesign rtl --counters
     icarus_bundles: int | None = None  # Icarus runs the first N bundles only (Verilator runs them all)
     netlist: str | None = None  # the chip the build is mapped for (codesign sim --netlist)
     pins: bool = False  # the whole chip, fpga_top, driven at its UART pins (codesign sim --pins)
@@ -219,7 +220,8 @@ def netlist_designs(out: Path) -> list[Design]:
     ``make sim-netlist`` covers the mapping options."""
     ref = "copy_first_cmru"
     common = dict(bundle=REFERENCES / ref, tests=("random_sequences",), vectors=3, max_steps=6)
-    common |= dict(weights="frozen", target="up5k", share="auto", netlist="up5k")
+    # no counters: they double a gate-level design's cells (and Icarus' time), the pins leave them out
+    common |= dict(weights="frozen", target="up5k", share="auto", counters="none", netlist="up5k")
     return [
         Design(
             "netlist_up5k",

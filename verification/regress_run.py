@@ -55,12 +55,27 @@ def build_args(d: Design) -> tuple:
         d.merge,
         d.netlist,
         d.pins,
+        d.counters,
     )
 
 
 def _build(args: tuple) -> tuple[str, str | None]:
     """Build one design (and map it for its chip, the netlist designs); ``(build, error or None)``."""
-    bundle, out, lanes, faults, share, weights, target, narrow, share_updates, merge, netlist, pins = args
+    (
+        bundle,
+        out,
+        lanes,
+        faults,
+        share,
+        weights,
+        target,
+        narrow,
+        share_updates,
+        merge,
+        netlist,
+        pins,
+        counters,
+    ) = args
     from codesign.fpga.netlist import netlist_build
     from codesign.fpga.pins import pins_build
     from codesign.hw.build import build_rtl
@@ -77,6 +92,7 @@ def _build(args: tuple) -> tuple[str, str | None]:
             narrow=narrow,
             share_updates=share_updates,
             merge=merge,
+            counters=counters,
         )
         if netlist is not None:
             (pins_build if pins else netlist_build)(Path(out), netlist)
@@ -171,9 +187,12 @@ def print_row(k: int, n: int, row: Row) -> None:
         print(f"[{k}/{n}] {d.name:<28} {row.sim:<9} {verdict}: {extra} ({row.wall_s:.1f} s)", flush=True)
         return
     status = "PASS" if row.ok else "FAIL"
+    bundles = len(d.bundles) or 1
+    if row.sim == "icarus" and d.icarus_bundles:
+        bundles = min(bundles, d.icarus_bundles)
     acc = "" if row.accuracy is None else f", RTL accuracy {row.accuracy:.3f}"
     print(
-        f"[{k}/{n}] {d.name:<28} {row.sim:<9} {status} {len(d.bundles) or 1} bundles, {row.sequences} sequences, "
+        f"[{k}/{n}] {d.name:<28} {row.sim:<9} {status} {bundles} bundles, {row.sequences} sequences, "
         f"{row.steps} steps, {row.mismatches} mismatches{acc} ({row.wall_s:.1f} s) {'' if row.ok else row.message}",
         flush=True,
     )
