@@ -45,13 +45,6 @@ PINS_DIVISOR = 4
 PINS_VERILOG = "fpga_top.v"
 PINS_JSON = "pins.json"
 _BUNDLE_FILES = ("build.json", "manifest.yaml", "weights.npz")
-_ECP5_FALLBACK = (  # synth_ecp5 with abc9's LUT mapping replaced, as codesign synth retries it
-    f"synth_ecp5 -top {TOP_NAME} -run begin:map_luts",
-    "techmap -map +/lattice/latches_map.v",
-    "abc -lut 4:7",
-    "clean",
-    f"synth_ecp5 -top {TOP_NAME} -run map_cells:",
-)
 
 
 def pins_script(device: str, *, abc: bool = False) -> str:
@@ -59,7 +52,12 @@ def pins_script(device: str, *, abc: bool = False) -> str:
     if device not in NETLIST_DEVICES:
         raise CodesignError(f"--netlist {device!r} is not one of {', '.join(NETLIST_DEVICES)}")
     if device.startswith("ecp5"):
-        synth = "\n".join(_ECP5_FALLBACK) if abc else f"synth_ecp5 -top {TOP_NAME}"
+        from codesign.fpga.synth import (
+            ECP5_ABC_FALLBACK,
+        )  # abc9's LUT mapping replaced, as codesign synth retries
+
+        steps = (step.format(top=TOP_NAME, dsp="") for step in ECP5_ABC_FALLBACK)
+        synth = "\n".join(steps) if abc else f"synth_ecp5 -top {TOP_NAME}"
     else:
         synth = f"synth_ice40 -top {TOP_NAME}" + (" -dsp -spram" if device == "up5k" else "")
     return "\n".join(
