@@ -29,10 +29,12 @@ test: setup ## run the test suite (pytest)
 sim: setup ## RTL regression, both simulators (SIM=icarus|verilator SEED=n TESTCASE=regex; docs/verification.md)
 	$(PY) verification/regress.py $(if $(SIM),--sims $(SIM)) $(if $(SEED),--seed $(SEED)) $(if $(TESTCASE),--filter '$(TESTCASE)')
 
-# The iCE40 netlist of every mapping option that changes it, simulated against golden (resumable:
-# results in build/sim_netlist/). NETLIST_ARGS, e.g. --quick, --sims icarus, --bundles a,b.
+# The UP5K and ECP5-25k netlists of every mapping option that changes them, and the whole chip
+# (fpga_top) at its UART pins, simulated against golden (resumable: results in build/sim_netlist/).
+# NETLIST_ARGS, e.g. --quick, --sims icarus, --bundles a,b, --variants a,b; --matrix: every
+# reference bundle at P = 1 and 4 on both chips where it fits, table in docs/reports/netlist_matrix.md.
 NETLIST_ARGS ?=
-sim-netlist: setup ## the chip's own netlists (iCE40, every mapping option) against golden, both simulators (NETLIST_ARGS)
+sim-netlist: setup ## the chip's own netlists (UP5K, ECP5-25k, at the UART pins; --matrix) against golden, both simulators (NETLIST_ARGS)
 	$(PY) verification/netlist_regress.py $(NETLIST_ARGS)
 
 rtl: setup ## regenerate the committed Verilog of the reference bundles (rtl/)

@@ -906,6 +906,15 @@ def sim(
             "events into BUILD/power/DEVICE.json, the activity `codesign report` prices as the FPGA power estimate",
         ),
     ] = False,
+    pins: Annotated[
+        bool,
+        typer.Option(
+            "--pins",
+            help="simulate the whole chip at its UART pins: fpga_top (UART, bridge, accelerator; the "
+            "--netlist mapping, else the RTL) with a small UART divisor, driven by a serial model of the "
+            "host with the board protocol's bytes, answers against golden (random sequences only)",
+        ),
+    ] = False,
     test_set: Annotated[
         int | None,
         typer.Option(
@@ -922,6 +931,13 @@ def sim(
 
     if simulator not in ("icarus", "verilator"):
         raise CodesignError(f"--sim {simulator!r} is not one of icarus, verilator")
+    if pins:
+        if inputs is not None or labels is not None or test_set is not None or test or bundle or power:
+            raise CodesignError(
+                "--pins runs random sequences only: leave out --inputs, --labels, --test-set, --test, --bundle, --power"
+            )
+        _sim_pins(build, netlist, simulator, vectors, seed, timeout, json_path)
+        return
     if test_set is not None:
         if inputs is not None or labels is not None:
             raise CodesignError(
@@ -1020,6 +1036,31 @@ def _netlist_power(build: Path, netlist_dir: Path, device: str, report, played: 
         f"average {est['average_mw']:.3f} mW at 100 steps/s; activity {out}",
         highlight=False,
     )
+
+
+def _sim_pins(
+    build: Path,
+    netlist: str | None,
+    simulator: str,
+    vectors: int | None,
+    seed: int,
+    timeout: float,
+    json_path,
+) -> None:
+    """``codesign sim --pins``: fpga_top at its UART pins against golden (:mod:`codesign.board.pins`)."""
+    from codesign.atomic import write_text
+    from codesign.board.pins import run_pins
+    from codesign.fpga.pins import pins_build
+
+    folder = pins_build(build, netlist, progress=lambda line: err_console.print(f"sim: {line}"))
+    report = run_pins(
+        folder, simulator, vectors=4 if vectors is None else vectors, seed=seed, timeout_s=timeout
+    )
+    console.print(report.summary_line(), highlight=False)
+    if json_path is not None:
+        write_text(json_path, json.dumps(report.summary_json(), indent=2) + "\n")
+    if not report.ok:
+        raise typer.Exit(1)
 
 
 def _test_set_files(build: Path, count: int) -> tuple[Path, Path]:

@@ -87,20 +87,56 @@ def test_a_netlist_mutant_is_caught(up5k_netlist, tmp_path):
         assert report.mismatches > 0, f"mutant {change} survived: {report.summary_line()}"
 
 
-def test_every_netlist_regression_variant_builds_and_differs(tmp_path):
-    """``make sim-netlist``'s variants are legal ``codesign rtl`` options and give distinct designs."""
+def _netlist_regress():
     sys.path.insert(0, str(ROOT / "verification"))
     try:
-        from netlist_regress import QUICK, VARIANTS
+        import netlist_regress
     finally:
         sys.path.remove(str(ROOT / "verification"))
+    return netlist_regress
 
-    assert {v.name for v in VARIANTS} >= set(QUICK)
-    verilog = {}
-    for variant in VARIANTS:
-        build_rtl(BUNDLE, tmp_path / variant.name, **variant.rtl_kwargs())
-        verilog[variant.name] = (tmp_path / variant.name / "accelerator.v").read_text()
-    assert len(set(verilog.values())) == len(VARIANTS), "two variants generate the same design"
+
+def test_every_netlist_regression_variant_builds_and_differs(tmp_path):
+    """``make sim-netlist``'s variants are legal ``codesign rtl`` options and give distinct designs
+    (a variant may share its RTL with another when it maps it for another chip or at the pins)."""
+    regress = _netlist_regress()
+    assert {v.name for v in regress.VARIANTS} >= set(regress.QUICK)
+    assert {v.device for v in regress.VARIANTS} == {"up5k", "ecp5-25k"}
+    assert {(v.device, v.pins) for v in regress.VARIANTS} >= {("up5k", True), ("ecp5-25k", True)}
+    designs, built = set(), {}
+    for variant in regress.VARIANTS:
+        options = repr(sorted(variant.rtl_kwargs().items()))
+        if options not in built:  # a variant at the pins may reuse another's options
+            build_rtl(BUNDLE, tmp_path / variant.name, **variant.rtl_kwargs())
+            built[options] = (tmp_path / variant.name / "accelerator.v").read_text()
+        designs.add((built[options], variant.device, variant.pins))
+    assert len(designs) == len(regress.VARIANTS), "two variants simulate the same design"
+
+
+def test_the_matrix_covers_both_chips_at_one_and_four_lanes_and_says_what_does_not_fit():
+    regress = _netlist_regress()
+    plan = regress.matrix_designs(
+        ["copy_first_cmru", "spoken_digits_cmru_stack"], [1, 4], ["up5k", "ecp5-25k"]
+    )
+    names = {(b, v.name): misfit for b, v, misfit in plan}
+    assert len(plan) == 8 and names[("copy_first_cmru", "ecp5-25k_p4")] == ""
+    assert "logic cells" in names[("spoken_digits_cmru_stack", "up5k_p4")]  # the cost model's reason
+    ecp5 = next(v for b, v, _ in plan if v.name == "ecp5-25k_p1")
+    assert (ecp5.device, ecp5.target, ecp5.lanes) == ("ecp5-25k", "ecp5", 1)
+    rows = [
+        {
+            "design": "copy_first_cmru__up5k_p1",
+            "sim": "icarus",
+            "status": "ok",
+            "sequences": 2,
+            "wall_s": 3.0,
+        },
+        {"design": "big__up5k_p4", "sim": "icarus", "status": "does not fit", "reason": "needs 9 of 8 DSPs"},
+    ]
+    table = regress.matrix_table(rows, "python verification/netlist_regress.py --matrix")
+    assert "Command: `python verification/netlist_regress.py --matrix`" in table
+    assert "| copy_first_cmru | up5k | 1 | ok (2 seq, 3.0 s) |" in table
+    assert "| big | up5k | 4 | does not fit: needs 9 of 8 DSPs |" in table
 
 
 @pytest.fixture(scope="module")

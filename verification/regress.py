@@ -10,11 +10,18 @@ bundle with its real test inputs, directed corners, a mutation check, under Icar
 * **Reference bundles** (``models/bundles``): the first ``--reference-sequences`` sequences of
   their real test sets (quantized), with the RTL's accuracy on them.
 * **Long sequence**: one sequence of 10000 steps.
+* **Netlists** (``--filter netlist``): a reference bundle mapped by yosys for the UP5K, at the
+  accelerator's ports and as the whole chip (``fpga_top``) driven at its UART pins with the host's
+  bytes; a few sequences each (``make sim-netlist`` covers the mapping options).
 * **Mutation check**: every fault of ``codesign.hw.faults.FAULTS`` built into a design it applies
   to, run until the first mismatch; each must be caught, and the test that caught it is named.
 
 Jobs (a design under one simulator) run in parallel (``--jobs``, default 2); a line is printed
-as each ends. Writes ``<out>/summary.json`` (designs, sequences, mismatches, mutants caught,
+as each ends. Icarus is the slower simulator by far (gate-level and corner tests 10 to 50 times
+Verilator's time): where a bundle is covered many times it runs less, Verilator everything --
+the first ``--icarus-bundles`` bundles of each random shape, the directed corners on every
+``--icarus-corners-every``-th random shape and reference bundle and on one of the four designs
+that share a shape. Writes ``<out>/summary.json`` (designs, sequences, mismatches, mutants caught,
 coverage) and ``<out>/junit.xml``; exits 1 on any mismatch, error, escaped mutant or (with
 ``--require-coverage``) coverage bin never hit.
 
@@ -93,6 +100,12 @@ def parse_args(argv: list[str] | None = None):
         help="random shapes with selective update, sel<k>, layer 0's cell cycling (default 6)",
     )
     ap.add_argument("--bundles-per-shape", type=int, default=36, help="random bundles per shape (default 36)")
+    ap.add_argument(
+        "--icarus-bundles",
+        type=int,
+        default=12,
+        help="of each random shape's bundles, Icarus runs the first N (Verilator all; default 12, 0: all)",
+    )
     ap.add_argument("--vectors", type=int, default=2, help="random sequences per bundle (default 2)")
     ap.add_argument("--max-steps", type=int, default=6, help="longest random sequence (default 6)")
     ap.add_argument(
@@ -114,6 +127,7 @@ def parse_args(argv: list[str] | None = None):
     ap.add_argument("--quick", action="store_true", help="the quick tier: 3 fixed shapes x 2 bundles")
     ap.add_argument("--no-references", action="store_true")
     ap.add_argument("--no-long", action="store_true")
+    ap.add_argument("--no-netlists", action="store_true", help="leave out the UP5K netlist designs")
     ap.add_argument("--no-mutants", dest="mutants", action="store_false")
     ap.add_argument("--mutant-sim", default="icarus", choices=SIMULATORS)
     ap.add_argument("--require-coverage", action="store_true", help="exit 1 if a coverage bin was never hit")

@@ -25,7 +25,15 @@ from codesign.bundle.io import load_bundle
 from codesign.hw.faults import FAULTS
 from codesign.verify.job import REGRESSION_TESTS
 
-__all__ = ["REFERENCES", "REPO", "Design", "plan_designs", "plan_mutants", "reference_inputs"]
+__all__ = [
+    "REFERENCES",
+    "REPO",
+    "Design",
+    "netlist_designs",
+    "plan_designs",
+    "plan_mutants",
+    "reference_inputs",
+]
 
 REPO = Path(__file__).resolve().parents[1]
 MAIN_TESTS = REGRESSION_TESTS
@@ -37,7 +45,7 @@ class Design:
     """One build (and the bundles it runs)."""
 
     name: str
-    kind: str  # random | reference | long | mutant
+    kind: str  # random | reference | long | mutant | netlist
     build: Path
     bundle: Path  # the bundle the build is made from
     lanes: int
@@ -58,6 +66,17 @@ class Design:
     narrow: str = "off"  # codesign rtl --narrow
     share_updates: str = "off"  # codesign rtl --share-updates
     merge: str = "off"  # codesign rtl --merge
+    counters: str = "all"  # codesign rtl --counters
+    icarus_bundles: int | None = None  # Icarus runs the first N bundles only (Verilator runs them all)
+    netlist: str | None = None  # the chip the build is mapped for (codesign sim --netlist)
+    pins: bool = False  # the whole chip, fpga_top, driven at its UART pins (codesign sim --pins)
+
+    @property
+    def sim_build(self) -> Path:
+        """What the simulator runs: the build, its netlist, or the netlist of its ``fpga_top``."""
+        if self.netlist is None:
+            return self.build
+        return self.build / ("pins" if self.pins else "netlist") / self.netlist
 
 
 def reference_inputs(name: str, count: int, out: Path) -> tuple[Path, Path | None] | None:
@@ -90,7 +109,9 @@ def plan_designs(args, out: Path) -> list[Design]:
         designs += _variant_designs(args, out)
     if not args.quick and not args.no_references:
         refs = sorted(p.name for p in REFERENCES.iterdir() if (p / "manifest.yaml").is_file())
-        designs += [_reference_design(args, out, ref) for ref in refs]
+        designs += [_reference_design(args, out, ref, i) for i, ref in enumerate(refs)]
+    if not args.quick and not args.no_netlists:
+        designs += netlist_designs(out)
     if not args.no_long:
         designs.append(_long_design(args, out))
     return designs
@@ -131,6 +152,7 @@ def _random_designs(args, out: Path) -> list[Design]:
                 max_steps=args.max_steps,
                 description=describe(shape),
                 info={"shape": shape},
+                icarus_bundles=args.icarus_bundles,
                 icarus_tests=None
                 if (i + 1) % (2 if args.quick else args.icarus_corners_every) == 0
                 else ("random_sequences", "reset_mid_sequence"),
@@ -141,7 +163,7 @@ def _random_designs(args, out: Path) -> list[Design]:
 
 def _variant_designs(args, out: Path) -> list[Design]:
     """The build options' designs: shared multipliers (serial, narrow, update), SPRAM weights, merged words."""
-    return [
+    designs = [
         shared_design(args, out),
         shared_design(args, out, name="serial", share="on:2"),
         shared_design(args, out, name="narrow", share="on:2", narrow="auto"),
@@ -149,10 +171,17 @@ def _variant_designs(args, out: Path) -> list[Design]:
         spram_design(out),
         merge_design(args, out),
     ]
+    # the four shared designs have one shape and the same corner bundles: Icarus runs the corners
+    # on the first (Verilator, some 50 times faster at them, on all four)
+    for d in designs[1:4]:
+        d.icarus_tests = ("random_sequences", "reset_mid_sequence")
+    return designs
 
 
-def _reference_design(args, out: Path, ref: str) -> Design:
-    """Reference bundle ``ref`` at up to 4 lanes, with its real test inputs where they load."""
+def _reference_design(args, out: Path, ref: str, index: int = 0) -> Design:
+    """Reference bundle ``ref`` at up to 4 lanes, with its real test inputs where they load.
+    Icarus runs the directed corners on every ``--icarus-corners-every``-th reference (Verilator
+    on all), as on the random shapes: there they take Icarus 10 to 50 s a bundle, Verilator 1 to 2."""
     bundle = load_bundle(REFERENCES / ref)
     lanes = min(4, max(layer.size for layer in bundle.manifest.layers))
     d = Design(
@@ -163,6 +192,7 @@ def _reference_design(args, out: Path, ref: str) -> Design:
         lanes,
         bundles=[REFERENCES / ref],
         tests=("random_sequences", "directed_corners"),
+        icarus_tests=None if (index + 1) % args.icarus_corners_every == 0 else ("random_sequences",),
         description=f"reference bundle {ref}, P{lanes}",
     )
     for sim, count in (
@@ -180,6 +210,37 @@ def _reference_design(args, out: Path, ref: str) -> Design:
         if got is not None:
             d.inputs[sim], d.labels = got
     return d
+
+
+def netlist_designs(out: Path) -> list[Design]:
+    """The chip's own netlists (``--filter netlist``): copy_first_cmru at P = 2 mapped for the UP5K
+    (block RAM, DSP, LUT primitives and their cell models) at the accelerator's ports, and at P = 1
+    as the whole chip, ``fpga_top`` (UART, bridge, accelerator), driven at its UART pins with the
+    host's bytes (UART divisor 4). A few sequences each: gate-level simulation is slow, and
+    ``make sim-netlist`` covers the mapping options."""
+    ref = "copy_first_cmru"
+    common = dict(bundle=REFERENCES / ref, tests=("random_sequences",), vectors=3, max_steps=6)
+    # no counters: they double a gate-level design's cells (and Icarus' time), the pins leave them out
+    common |= dict(weights="frozen", target="up5k", share="auto", counters="none", netlist="up5k")
+    return [
+        Design(
+            "netlist_up5k",
+            "netlist",
+            out / "designs" / "netlist_up5k" / "rtl",
+            lanes=2,
+            description=f"reference bundle {ref}, P2, the UP5K netlist at the accelerator's ports",
+            **common,
+        ),
+        Design(
+            "netlist_pins_up5k",
+            "netlist",
+            out / "designs" / "netlist_pins_up5k" / "rtl",
+            lanes=1,
+            pins=True,
+            description=f"reference bundle {ref}, P1, the UP5K netlist of fpga_top at its UART pins",
+            **common,
+        ),
+    ]
 
 
 def _long_design(args, out: Path) -> Design:

@@ -78,6 +78,7 @@ def summarize(rows: list[Row], designs, mutants, wall: float, args) -> dict:
             "corner_bundles_per_shape": "6 (+2 with DCLS)",
             "reference_bundles": sum(d.kind == "reference" for d in designs),
             "long": sum(d.kind == "long" for d in designs),
+            "netlists": sum(d.kind == "netlist" for d in designs),
         },
         "sequences": sum(r.sequences for r in main),
         "steps": sum(r.steps for r in main),
@@ -151,6 +152,7 @@ def print_summary(s: dict) -> None:
     d = s["designs"]
     print(
         f"designs  : {d['random_bundles']} random bundles in {d['random_shapes']} shapes, "
-        f"{d['reference_bundles']} reference bundles, {d['long']} long; {s['sequences']} sequences, "
+        f"{d['reference_bundles']} reference bundles, {d['long']} long, {d.get('netlists', 0)} netlists; "
+        f"{s['sequences']} sequences, "
         f"{s['mismatches']} mismatches; wall time {s['wall_s']:.1f} s"
     )

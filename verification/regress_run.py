@@ -53,11 +53,31 @@ def build_args(d: Design) -> tuple:
         d.narrow,
         d.share_updates,
         d.merge,
+        d.netlist,
+        d.pins,
+        d.counters,
     )
 
 
 def _build(args: tuple) -> tuple[str, str | None]:
-    bundle, out, lanes, faults, share, weights, target, narrow, share_updates, merge = args
+    """Build one design (and map it for its chip, the netlist designs); ``(build, error or None)``."""
+    (
+        bundle,
+        out,
+        lanes,
+        faults,
+        share,
+        weights,
+        target,
+        narrow,
+        share_updates,
+        merge,
+        netlist,
+        pins,
+        counters,
+    ) = args
+    from codesign.fpga.netlist import netlist_build
+    from codesign.fpga.pins import pins_build
     from codesign.hw.build import build_rtl
 
     try:
@@ -72,19 +92,60 @@ def _build(args: tuple) -> tuple[str, str | None]:
             narrow=narrow,
             share_updates=share_updates,
             merge=merge,
+            counters=counters,
         )
+        if netlist is not None:
+            (pins_build if pins else netlist_build)(Path(out), netlist)
     except Exception as err:  # noqa: BLE001 - reported with the design's name
         return str(out), f"{type(err).__name__}: {err}"
     return str(out), None
+
+
+def _run_pins(row: Row, design: Design, sim: str, seed: int, timeout_s: float) -> None:
+    """A netlist of ``fpga_top`` at its UART pins (:func:`codesign.board.pins.run_pins`) into ``row``."""
+    from codesign.board.pins import run_pins
+
+    try:
+        rep = run_pins(
+            design.sim_build,
+            sim,
+            vectors=design.vectors,
+            seed=seed,
+            max_steps=design.max_steps,
+            timeout_s=timeout_s,
+        )
+    except CodesignError as err:
+        row.message = str(err).splitlines()[0]
+        return
+    row.sequences, row.steps, row.mismatches, row.ok = rep.sequences, rep.steps, rep.mismatches, rep.ok
+    row.message = rep.summary_line()
+    first = {"line": rep.first_mismatch} if rep.first_mismatch else None
+    row.tests = {
+        "sequences_at_the_pins": {
+            "passed": rep.ok,
+            "sequences": rep.sequences,
+            "steps": rep.steps,
+            "mismatches": rep.mismatches,
+            "first_mismatch": first,
+            "wall_s": rep.wall_s,
+        }
+    }
 
 
 def run_job(design: Design, sim: str, seed: int, timeout_s: float) -> Row:
     row = Row(design, sim)
     t0 = time.perf_counter()
     mutant = design.kind == "mutant"
+    if design.pins:
+        _run_pins(row, design, sim, seed, timeout_s)
+        row.wall_s = time.perf_counter() - t0
+        return row
+    bundles = design.bundles
+    if sim == "icarus" and design.icarus_bundles:
+        bundles = bundles[: design.icarus_bundles]
     try:
         rep = run_sim(
-            design.build,
+            design.sim_build,
             sim=sim,
             vectors=0 if sim in design.inputs else design.vectors,
             seed=seed,
@@ -92,7 +153,7 @@ def run_job(design: Design, sim: str, seed: int, timeout_s: float) -> Row:
             labels=design.labels if sim in design.inputs else None,
             timeout_s=timeout_s,
             tests=design.icarus_tests if sim == "icarus" and design.icarus_tests else design.tests,
-            bundles=design.bundles,
+            bundles=bundles,
             max_steps=design.max_steps,
             long_steps=design.long_steps,
             waves="never" if mutant else "on_failure",
@@ -126,9 +187,12 @@ def print_row(k: int, n: int, row: Row) -> None:
         print(f"[{k}/{n}] {d.name:<28} {row.sim:<9} {verdict}: {extra} ({row.wall_s:.1f} s)", flush=True)
         return
     status = "PASS" if row.ok else "FAIL"
+    bundles = len(d.bundles) or 1
+    if row.sim == "icarus" and d.icarus_bundles:
+        bundles = min(bundles, d.icarus_bundles)
     acc = "" if row.accuracy is None else f", RTL accuracy {row.accuracy:.3f}"
     print(
-        f"[{k}/{n}] {d.name:<28} {row.sim:<9} {status} {len(d.bundles) or 1} bundles, {row.sequences} sequences, "
+        f"[{k}/{n}] {d.name:<28} {row.sim:<9} {status} {bundles} bundles, {row.sequences} sequences, "
         f"{row.steps} steps, {row.mismatches} mismatches{acc} ({row.wall_s:.1f} s) {'' if row.ok else row.message}",
         flush=True,
     )
@@ -150,7 +214,7 @@ def run_all(designs: list[Design], mutants: list[Design], args, t0: float) -> li
     mutant_sim = args.mutant_sim if args.mutant_sim in args.sims else args.sims[0]
     jobs += [(m, mutant_sim) for m in mutants]
     # longest first: the long sequence and the reference bundles, then the rest
-    order = {"long": 0, "reference": 1, "random": 2, "mutant": 3}
+    order = {"long": 0, "netlist": 1, "reference": 1, "random": 2, "mutant": 3}
     jobs.sort(key=lambda j: (order[j[0].kind], j[1] != "verilator"))
     rows: list[Row] = []
     lock = threading.Lock()

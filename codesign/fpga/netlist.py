@@ -32,7 +32,7 @@ from codesign.errors import CodesignError
 from codesign.fpga.ecp5_cells import check_modelled, ecp5_models
 from codesign.fpga.tools import run_tool
 
-__all__ = ["NETLIST_DEVICES", "cell_models", "invert_lut", "netlist_build", "synth_script"]
+__all__ = ["NETLIST_DEVICES", "cell_models", "flip_lut", "invert_lut", "netlist_build", "synth_script"]
 
 NETLIST_DEVICES = ("up5k", "hx8k", "ecp5-25k", "ecp5-85k")
 _TOP = "accelerator"
@@ -148,28 +148,44 @@ def netlist_build(
 
 # the iCE40 SB_LUT4's .LUT_INIT(16'h..), the ECP5 LUT4's .INIT(16'h..)
 _LUT_INIT = re.compile(r"\.(LUT_INIT|INIT)\((\d+)'h([0-9a-fA-F]+)\)")
+# the instance name after a cell's parameter list: `) \name  (` or `) name (`
+_INSTANCE = re.compile(r"\s*\)\s*\\?(\S+)\s*\(")
 
 
-def invert_lut(netlist: Path, index: int, out: Path) -> str:
-    """A mutant: ``netlist``'s build folder copied to ``out`` with LUT number ``index`` inverted.
-
-    Only the mapped part of the file (before the cell models) is searched, so the mutant changes
-    the design's own logic, never a model. Returns a description of the change.
-    """
-    text = (Path(netlist) / "accelerator.v").read_text()
+def flip_lut(text: str, index: int, within: str = "") -> tuple[str, str]:
+    """``text`` (a mapped netlist with its cell models) with LUT number ``index`` inverted, and a
+    description of the change. Only the mapped part (before the cell models) is searched, so the
+    mutant changes the design's own logic, never a model; ``within`` keeps only the LUTs whose
+    instance name starts with it (a flattened module's path, e.g. ``uart_tx.``)."""
     design_end = text.find("`define NO_")  # where cell_models() starts
     design = text if design_end < 0 else text[:design_end]
-    inits = list(_LUT_INIT.finditer(design))
+    named = [(m, _INSTANCE.match(design, m.end())) for m in _LUT_INIT.finditer(design)]
+    inits = [m for m, name in named if name is not None and name.group(1).startswith(within)]
     if not inits:
-        raise CodesignError("no LUT initialisation found in the netlist", path=netlist)
+        raise CodesignError(
+            f"no LUT initialisation found in the netlist{f' within {within!r}' if within else ''}"
+        )
     m = inits[index % len(inits)]
     bits = int(m.group(2))
     flipped = (~int(m.group(3), 16)) & ((1 << bits) - 1)
     new = f".{m.group(1)}({bits}'h{flipped:0{bits // 4}x})"
     mutated = text[: m.start()] + new + text[m.end() :]
+    name = _INSTANCE.match(design, m.end()).group(1)
+    where = f" {within!r}" if within else ""
+    return mutated, f"LUT {index % len(inits)} of {len(inits)}{where} ({name}): {m.group(0)} -> {new}"
+
+
+def invert_lut(netlist: Path, index: int, out: Path) -> str:
+    """A mutant: ``netlist``'s build folder copied to ``out`` with LUT number ``index`` inverted
+    (:func:`flip_lut`). Returns a description of the change."""
+    text = (Path(netlist) / "accelerator.v").read_text()
+    try:
+        mutated, change = flip_lut(text, index)
+    except CodesignError as err:
+        raise CodesignError(str(err), path=netlist) from None
     shutil.copytree(netlist, out, dirs_exist_ok=True, ignore=shutil.ignore_patterns("sim_*"))
     (Path(out) / "accelerator.v").write_text(mutated)
     info = json.loads((Path(out) / "build.json").read_text())
     info["verilog_sha256"] = _sha256(mutated)
     (Path(out) / "build.json").write_text(json.dumps(info, indent=2) + "\n")
-    return f"LUT {index % len(inits)} of {len(inits)}: {m.group(0)} -> {new}"
+    return change

@@ -7,6 +7,7 @@ timeout, and turns the testbench's JSON result into a :class:`SimReport`.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import os
@@ -27,7 +28,15 @@ from codesign.hw.build import BUILD_JSON, TOP, VERILOG
 from codesign.verify.job import TESTS, Job
 from codesign.verify.vectors import load_labels, load_vectors
 
-__all__ = ["SIMULATORS", "SimReport", "kill_running", "run_sim", "simulator_env", "verification_dir"]
+__all__ = [
+    "SIMULATORS",
+    "SimReport",
+    "kill_running",
+    "run_cocotb",
+    "run_sim",
+    "simulator_env",
+    "verification_dir",
+]
 
 SIMULATORS = ("icarus", "verilator")
 TEST_MODULE = "tb_accelerator"
@@ -226,6 +235,42 @@ def _run_child(
             with _RUNNING_LOCK:
                 _RUNNING.discard(proc)
     return proc.returncode
+
+
+def run_cocotb(
+    sim: str,
+    verilog: Path,
+    top: str,
+    test_module: str,
+    run_dir: Path,
+    tb_env: dict,
+    *,
+    seed: int = 0,
+    timeout_s: float = 1800,
+) -> Path:
+    """Compile ``verilog`` (reused while it is unchanged) and run cocotb module ``test_module`` of
+    ``verification/`` on ``top`` in ``run_dir``, in a child process killed past ``timeout_s``.
+
+    ``tb_env`` reaches the testbench as environment variables. Returns the simulator's log."""
+    verilog = Path(verilog).resolve()
+    env = simulator_env(sim)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    tb_env = {"COCOTB_REWRITE_ASSERTION_FILES": "tb_*.py", **tb_env}
+    args = {
+        "sim": sim,
+        "verilog": str(verilog),
+        "sim_dir": str(run_dir),
+        "top": top,
+        "verilog_sha256": hashlib.sha256(verilog.read_bytes()).hexdigest(),
+        "tb_dir": str(verification_dir()),
+        "test_module": test_module,
+        "env": tb_env,
+        "seed": seed,
+        "waves": False,
+    }
+    log_path = run_dir / LOG
+    _run_child(args, dict(env, **tb_env), run_dir, log_path, timeout_s, verilog.parent)
+    return log_path
 
 
 def run_sim(
