@@ -324,3 +324,29 @@ def test_fit_errors_are_one_line(tmp_path, files):
     assert "do not occur in the training file" in result.output and "Traceback" not in result.output
     result = CliRunner().invoke(app, ["fit", str(train), str(train), "--target", "up6k"])
     assert result.exit_code == 2 and "--target 'up6k' is not one of up5k" in result.output
+
+
+def test_the_refit_trains_as_long_as_the_cv_runs_under_the_series_defaults(tmp_path, files, monkeypatch):
+    """A candidate that leaves iterations and selection to the series defaults (weight averaging over
+    the last evaluations) is refitted for the defaults' iterations, not the schema's."""
+    import codesign.quant.export as export
+    import codesign.train as train_pkg
+    from codesign.fit import run as fit_run
+    from codesign.fit.run import FitOptions
+    from codesign.train.defaults import SERIES_DEFAULTS
+
+    seen = {}
+
+    def fake_train(recipe, run_dir, progress=True):
+        seen["recipe"] = recipe
+        Path(run_dir).mkdir(parents=True)
+
+    monkeypatch.setattr(train_pkg, "train", fake_train)
+    report = {k: 1.0 for k in ("quantized_test_accuracy", "float_test_accuracy")}
+    report |= {"test_sequences": 1, "torch_vs_golden_mismatches": 0}
+    monkeypatch.setattr(export, "export_run", lambda run, out: (None, report))
+    cand = Candidate("c", "why", {"name": "c", "model": {"cell": "cmru", "hidden_size": 4}, "train": {}})
+    data = check_files(str(files[0]), str(files[1]), 2)
+    fit_run._refit({"best_iterations": [100, 200]}, cand, data, FitOptions(out=tmp_path), fit_run.Console())
+    assert seen["recipe"].train.iterations == SERIES_DEFAULTS["train"]["iterations"]
+    assert seen["recipe"].train.selection == "average"

@@ -61,9 +61,14 @@ def _refit(row: dict[str, Any], cand, data: FitData, opts: FitOptions, console: 
     from codesign.train.trainer import SUMMARY
 
     recipe = {**cand.recipe, "name": f"fit-{cand.name}", "seed": opts.seeds[0], "task": data.task()}
-    t = recipe["train"]
-    iterations = refit_iterations(row, t.get("eval_every", 64), t.get("iterations", 2000))
-    recipe["train"] = {**t, "iterations": iterations}
+    spec = parse_recipe(recipe).train  # the keys the recipe leaves out, as training fills them in
+    # a weight-averaged selection keeps its last evaluations: the refit trains as long as the CV runs
+    iterations = (
+        spec.iterations
+        if spec.selection == "average"
+        else refit_iterations(row, spec.eval_every, spec.iterations)
+    )
+    recipe["train"] = {**recipe["train"], "iterations": iterations}
     run_dir = opts.out / f"refit-{recipe_hash({**recipe, 'files': data.fingerprint})}"
     record_path = opts.out / "refit.json"
     done = read_json(record_path)
