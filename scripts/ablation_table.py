@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 from pathlib import Path
 
 import numpy as np
@@ -78,7 +79,7 @@ def main() -> None:
     from codesign.atomic import write_text
 
     columns = [load(spec) for spec in args.columns]
-    command = f".venv/bin/python scripts/ablation_table.py --out {args.out} " + " ".join(args.columns)
+    command = shlex.join([".venv/bin/python", "scripts/ablation_table.py", "--out", args.out, *args.columns])
     write_text(Path(args.out), table(columns, args.title, command))
 
 
