@@ -932,10 +932,7 @@ def sim(
     if simulator not in ("icarus", "verilator"):
         raise CodesignError(f"--sim {simulator!r} is not one of icarus, verilator")
     if pins:
-        if inputs is not None or labels is not None or test_set is not None or test or bundle or power:
-            raise CodesignError(
-                "--pins runs random sequences only: leave out --inputs, --labels, --test-set, --test, --bundle, --power"
-            )
+        _pins_alone(inputs, labels, test_set, test, bundle, power)
         _sim_pins(build, netlist, simulator, vectors, seed, timeout, json_path)
         return
     if test_set is not None:
@@ -970,12 +967,7 @@ def sim(
         )
     console.print(report.summary_line(), highlight=False)
     if power:
-        played = (
-            f"the bundle's test set (first {test_set or 'all'})"
-            if test_set is not None
-            else (f"{inputs.name}" if inputs is not None else f"random testbench sequences (seed {seed})")
-        )
-        _netlist_power(source_build, build, netlist, report, played)
+        _netlist_power(source_build, build, netlist, report, _played(test_set, inputs, seed))
     if report.waveform and report.mismatches:
         console.print(f"waveform of the failing test: {report.waveform}", highlight=False)
     if json_path is not None:
@@ -1036,6 +1028,21 @@ def _netlist_power(build: Path, netlist_dir: Path, device: str, report, played: 
         f"average {est['average_mw']:.3f} mW at 100 steps/s; activity {out}",
         highlight=False,
     )
+
+
+def _played(test_set: int | None, inputs: Path | None, seed: int) -> str:
+    """What a ``--power`` simulation played, for its activity record."""
+    if test_set is not None:
+        return f"the bundle's test set (first {test_set or 'all'})"
+    return inputs.name if inputs is not None else f"random testbench sequences (seed {seed})"
+
+
+def _pins_alone(inputs, labels, test_set, test, bundle, power) -> None:
+    """``--pins`` plays random sequences only: refuse the options that choose others."""
+    if inputs is not None or labels is not None or test_set is not None or test or bundle or power:
+        raise CodesignError(
+            "--pins runs random sequences only: leave out --inputs, --labels, --test-set, --test, --bundle, --power"
+        )
 
 
 def _sim_pins(
