@@ -59,8 +59,7 @@ def test_golden_accuracy_is_the_trained_accuracy(cell: str, bits: int, data, tmp
     layer = {"cell": cell, "size": 8, **({"eps": 1.0} if CELLS[cell].has_eps else {})}
     recipe["model"]["layers"] = [layer]  # every kind of the registry, bgmingru included
     recipe["train"].update(iterations=150, eval_every=50, qat_bits=bits)
-    recipe["quant"]["layer"]["weight_bits"] = bits
-    recipe["quant"]["readout"]["weight_bits"] = bits
+    recipe["quant"] = {"layer": {"weight_bits": bits}, "readout": {"weight_bits": bits}}
     run = tmp_path / "run"
     train(parse_recipe(recipe), run, progress=False)
     _, report = export_run(run, tmp_path / "bundle")
