@@ -214,7 +214,7 @@ RECIPE = {
 def test_recipe_key() -> None:
     assert parse_recipe(RECIPE).model.input_stride == 1
     assert parse_recipe({**RECIPE, "model": {**RECIPE["model"], "input_stride": 8}}).model.input_stride == 8
-    with pytest.raises(CodesignError, match="model.input_stride must be a power of two"):
+    with pytest.raises(CodesignError, match="model.input_stride must be auto or a power of two"):
         parse_recipe({**RECIPE, "model": {**RECIPE["model"], "input_stride": 6}})
     with pytest.raises(CodesignError, match="input_stride"):
         parse_recipe({**RECIPE, "model": {**RECIPE["model"], "input_stride": 512}})
@@ -262,3 +262,18 @@ def test_layer_steps_count_windows() -> None:
     assert layer_steps(HardwareStack(2, 2, layers, input_stride=4), 9) == 3
     assert layer_steps(HardwareStack(2, 2, layers, input_stride=4), 8) == 2
     assert layer_steps(HardwareStack(2, 2, layers), 9) == 9
+
+
+def test_auto_stride_follows_the_series_length() -> None:
+    from codesign.nn.stride import auto_stride
+    from codesign.train.recipe import parse_recipe
+
+    assert [auto_stride(n) for n in (24, 150, 427, 1460)] == [1, 2, 4, 16]
+    spec = parse_recipe(
+        {
+            "name": "a",
+            "task": {"name": "uea", "dataset": "GunPoint"},
+            "model": {"cell": "cmru", "input_stride": "auto"},
+        }
+    ).model
+    assert spec.stride_for(427) == 4 and spec.stride_for(None) == 1
