@@ -19,8 +19,6 @@ def test_a_minimal_series_recipe_gets_the_series_defaults() -> None:
     assert recipe.train.iterations == expected["iterations"] and recipe.train.lr == expected["lr"]
     assert recipe.train.selection == "average" and recipe.train.qat_bits == 8
     assert recipe.train.augment.active and recipe.train.label_smoothing == expected["label_smoothing"]
-    # time transforms only: a gain changes the classes of amplitude-coded sets (Covid3Month_disc)
-    assert recipe.train.augment.scaling == 0 and recipe.train.augment.magnitude_warp == 0
     assert recipe.task.options()["val_fraction"] == 0.0 and recipe.quant.input.frac == 5
     assert recipe.model.cell == "cmru" and recipe.model.hidden_size == 16 and recipe.model.layers is None
 
