@@ -11,7 +11,7 @@ unexport VERILATOR_ROOT
 LINT_PATHS := $(wildcard codesign tests verification)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup demo test sim sim-netlist rtl analog bench fpga report docs lint doctor clean
+.PHONY: help setup demo test test-long sim sim-netlist rtl analog bench fpga report docs lint doctor clean
 
 help: ## list the targets
 	@echo "Targets:"
@@ -23,8 +23,11 @@ setup: ## create .venv and install Python + Debian dependencies (scripts/bootstr
 demo: setup ## run the end-to-end demo (codesign demo)
 	$(VENV)/bin/codesign demo
 
-test: setup ## run the test suite (pytest)
-	$(PY) -m pytest -q
+test: setup ## run the test suite (pytest, without the tests marked long)
+	$(PY) -m pytest -q -m "not long"
+
+test-long: setup ## the tests marked long (place and route, the quick cocotb tier, netlists at the pins, ngspice ladders)
+	$(PY) -m pytest -q -m long
 
 sim: setup ## RTL regression, both simulators (SIM=icarus|verilator SEED=n TESTCASE=regex; docs/verification.md)
 	$(PY) verification/regress.py $(if $(SIM),--sims $(SIM)) $(if $(SEED),--seed $(SEED)) $(if $(TESTCASE),--filter '$(TESTCASE)')

@@ -166,6 +166,7 @@ def test_bundles_it_cannot_run_are_refused(tmp_path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_synapse_circuits_drive_a_small_layer_in_ngspice(tmp_path) -> None:
     """--synapses circuit: the cells are driven by the simulated arrays' sums (within a few units of
     the integers), and the energy has a synapse share from their simulated supply."""

@@ -157,6 +157,7 @@ def test_kappa_matched_dpi_keeps_tau_within_10_percent_at_every_corner(ctx):
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_ladder_stage_two_switches_where_stage_one_does(ctx):
     """Stage 2 compares I_in + D_1 with a window shifted by one state unit: with the shift at the
     DPI's nominal level (gain 1) its thresholds sat 7-10 pA above stage 1's (missed sets on
@@ -169,6 +170,7 @@ def test_ladder_stage_two_switches_where_stage_one_does(ctx):
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_ladder_with_dpi_n_stage_two_switches_where_stage_one_does(ctx):
     """The kappa-matched dpi_n between the stages delivers 0.9915 / 0.976 of I_alpha at stage 2's
     down / up thresholds: at gain 1 stage 2 sat 4.3 / 12.0 pA above stage 1; with the calibrated

@@ -305,7 +305,9 @@ endmodule
 
 @pytest.mark.sim
 @pytest.mark.slow
-@pytest.mark.parametrize("width", [1, 2, 4, 8, 16, 32])
+@pytest.mark.parametrize(
+    "width", [pytest.param(w, marks=pytest.mark.long) if w != 4 else w for w in (1, 2, 4, 8, 16, 32)]
+)
 def test_a_ram_that_synth_ecp5_maps_to_a_dp16kd_simulates_as_its_rtl(width, tmp_path):
     """yosys' mapping of a RAM (its INITVAL layout, address and data pins) and the model agree."""
     from codesign.fpga.tools import run_tool

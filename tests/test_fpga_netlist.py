@@ -159,6 +159,7 @@ def test_the_ecp5_netlist_is_bit_exact_and_uses_the_chips_primitives(ecp5_netlis
 
 @pytest.mark.sim
 @pytest.mark.slow
+@pytest.mark.long
 def test_an_ecp5_netlist_mutant_is_caught(ecp5_netlist, tmp_path):
     change = invert_lut(ecp5_netlist, 0, tmp_path / "mutant")
     assert "LUT 0 of" in change and ".INIT(16'h" in change

@@ -82,6 +82,7 @@ def test_the_uart_model_drives_the_rtl_wrapper_bit_exact(build, tmp_path):
 
 @pytest.mark.sim
 @pytest.mark.slow
+@pytest.mark.long
 def test_the_up5k_netlist_at_its_pins_is_bit_exact_and_a_uart_mutant_is_caught(build, tmp_path):
     folder = pins_build(build, "up5k")
     text = (folder / "fpga_top.v").read_text()

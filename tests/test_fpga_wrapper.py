@@ -146,6 +146,7 @@ def test_constraints_under_the_system_temp_folder(tmp_path: Path, monkeypatch) -
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_selective_bundle_places_and_routes_on_the_ecp5(tmp_path) -> None:
     """The selective-update reference bundle through the whole ECP5 flow. Its su_walk rows were
     products of the phase; yosys shared that multiplier with the one of the next group's inputs

@@ -52,6 +52,7 @@ def mutant_rows(tmp_path_factory):
     return {row.design.faults[0]: row for row in rows}
 
 
+@pytest.mark.long  # make sim runs the full regression
 def test_quick_tier_is_bit_exact(tmp_path):
     code = regress.main(
         ["--quick", "--sims", "icarus", "--no-long", "--no-mutants", "--jobs", "2", "--out", str(tmp_path)]
@@ -66,6 +67,7 @@ def test_quick_tier_is_bit_exact(tmp_path):
     assert (tmp_path / "junit.xml").is_file()
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("fault", sorted(FAULTS))
 def test_quick_tier_catches_mutant(mutant_rows, fault):
     row = mutant_rows[fault]
