@@ -75,12 +75,25 @@ def main() -> None:
     parser.add_argument("columns", nargs="+", help="LABEL=RESULTS.json, in column order")
     parser.add_argument("--out", required=True)
     parser.add_argument("--title", default="Golden accuracy (%) of each training setting, per data set")
+    parser.add_argument(
+        "--notes",
+        type=Path,
+        help="a Markdown file placed under the table (what each column is, what it shows)",
+    )
     args = parser.parse_args()
     from codesign.atomic import write_text
 
     columns = [load(spec) for spec in args.columns]
-    command = shlex.join([".venv/bin/python", "scripts/ablation_table.py", "--out", args.out, *args.columns])
-    write_text(Path(args.out), table(columns, args.title, command))
+    notes = ["--notes", str(args.notes)] if args.notes else []
+    if args.notes and not args.notes.is_file():
+        raise SystemExit(f"--notes {args.notes}: file not found")
+    command = shlex.join(
+        [".venv/bin/python", "scripts/ablation_table.py", "--out", args.out, *notes, *args.columns]
+    )
+    text = table(columns, args.title, command)
+    if args.notes:  # the notes live in their own file, so a rerun of the table keeps them
+        text += "\n" + args.notes.read_text()
+    write_text(Path(args.out), text)
 
 
 if __name__ == "__main__":

@@ -101,3 +101,21 @@ def test_ablation_table_has_a_column_per_setting_and_means_over_common_sets(tmp_
     assert "| sets where the column is best | 0 | 1 | |" in text
     with pytest.raises(SystemExit, match="LABEL=RESULTS.json"):
         ablation_table.load("no-label")
+
+
+def test_ablation_table_keeps_its_notes_when_rerun(tmp_path) -> None:
+    """The notes under a table come from their own file: a rerun of the table does not lose them."""
+    import sys
+
+    (tmp_path / "a.json").write_text(results({"A": [0.5]}))
+    (tmp_path / "notes.md").write_text("What it shows: A is hard.\n")
+    out = tmp_path / "t.md"
+    argv = sys.argv
+    sys.argv = ["x", "--out", str(out), "--notes", str(tmp_path / "notes.md"), f"base={tmp_path}/a.json"]
+    try:
+        ablation_table.main()
+        ablation_table.main()
+    finally:
+        sys.argv = argv
+    text = out.read_text()
+    assert text.count("What it shows: A is hard.") == 1 and "--notes" in text
