@@ -935,13 +935,7 @@ def sim(
         _pins_alone(inputs, labels, test_set, test, bundle, power)
         _sim_pins(build, netlist, simulator, vectors, seed, timeout, json_path)
         return
-    if test_set is not None:
-        if inputs is not None or labels is not None:
-            raise CodesignError(
-                "--test-set brings its own inputs and labels: leave out --inputs and --labels"
-            )
-        inputs, labels = _test_set_files(build, test_set)
-        vectors = 0
+    inputs, labels, vectors = _sim_inputs(build, test_set, inputs, labels, vectors)
     source_build = build
     if power and (netlist is None or simulator != "icarus"):
         raise CodesignError("--power needs --netlist DEVICE and --sim icarus (the VCD of the mapped netlist)")
@@ -949,8 +943,6 @@ def sim(
         from codesign.fpga.netlist import netlist_build
 
         build = netlist_build(build, netlist, progress=lambda line: err_console.print(f"sim: {line}"))
-    if vectors is None:
-        vectors = 0 if inputs is not None else 20
     with _vcd_waves(power):
         report = run_sim(
             build,
@@ -1068,6 +1060,23 @@ def _sim_pins(
         write_text(json_path, json.dumps(report.summary_json(), indent=2) + "\n")
     if not report.ok:
         raise typer.Exit(1)
+
+
+def _sim_inputs(
+    build: Path, test_set: int | None, inputs: Path | None, labels: Path | None, vectors: int | None
+) -> tuple[Path | None, Path | None, int]:
+    """What ``codesign sim`` plays: the bundle's own test set (``--test-set``), the user's
+    ``--inputs``/``--labels``, or random vectors (20 unless ``--vectors`` says otherwise)."""
+    if test_set is not None:
+        if inputs is not None or labels is not None:
+            raise CodesignError(
+                "--test-set brings its own inputs and labels: leave out --inputs and --labels"
+            )
+        inputs, labels = _test_set_files(build, test_set)
+        vectors = 0
+    if vectors is None:
+        vectors = 0 if inputs is not None else 20
+    return inputs, labels, vectors
 
 
 def _test_set_files(build: Path, count: int) -> tuple[Path, Path]:
