@@ -13,6 +13,11 @@ memorising model would latch onto.
   N(0, 1)`` per knot, clamped positive, rescaled to span the series).
 * ``window_slice``: a random window of ``window_slice`` of the length, stretched to the length.
 
+Each series of a batch is transformed with probability ``probability`` (default 0.5) and trains as
+it is otherwise. A model that only ever sees transformed series can learn features the raw series
+do not have: on ACSF1 (1,460 frames), every series stretched and resampled, the trained network
+scored 75 % on transformed training series and 13 % on the same series as they are.
+
 The jitter of the surveys (additive noise) is ``train.input_noise``. Magnitude transforms touch
 only non-silent frames (padding stays zero); time transforms resample the whole padded series,
 so they need one label per series and are refused for per-step labels. Every draw comes from the
@@ -68,6 +73,8 @@ def augment_batch(x: torch.Tensor, y: torch.Tensor, spec, gen: torch.Generator) 
     if not spec.active:
         return x
     batch, length, channels = x.shape
+    # drawn first and only when it matters: probability 1 gives the batches of every series transformed
+    chosen = torch.rand(batch, generator=gen) < spec.probability if spec.probability < 1 else None
     silent = ~(x != 0).any(dim=-1, keepdim=True)
     out = x
     if spec.scaling > 0:
@@ -85,4 +92,4 @@ def augment_batch(x: torch.Tensor, y: torch.Tensor, spec, gen: torch.Generator) 
             out = _resample(out, _warped_positions(batch, length, spec.knots, spec.time_warp, gen))
         if spec.window_slice < 1:
             out = _resample(out, _sliced_positions(batch, length, spec.window_slice, gen))
-    return out
+    return out if chosen is None else torch.where(chosen[:, None, None], out, x)

@@ -237,10 +237,20 @@ class AugmentSpec(_Strict):
         default=1.0, gt=0.0, le=1.0, description="fraction of the length a random window keeps (1 = off)"
     )
     knots: int = Field(default=4, ge=2, description="knots of the warp curves")
+    probability: float = Field(
+        default=0.5,
+        ge=0.0,
+        le=1.0,
+        description="chance that a series of a batch is transformed; the rest train as they are, as the "
+        "deployed model sees them (1: every series, which can teach only transformed data)",
+    )
 
     @property
     def active(self) -> bool:
-        return self.scaling > 0 or self.magnitude_warp > 0 or self.time_warp > 0 or self.window_slice < 1
+        transforms = (
+            self.scaling > 0 or self.magnitude_warp > 0 or self.time_warp > 0 or self.window_slice < 1
+        )
+        return transforms and self.probability > 0
 
 
 class TrainSpec(_Strict):
