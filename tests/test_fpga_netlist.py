@@ -139,6 +139,31 @@ def test_the_matrix_covers_both_chips_at_one_and_four_lanes_and_says_what_does_n
     assert "| big | up5k | 4 | does not fit: needs 9 of 8 DSPs |" in table
 
 
+def test_a_stopped_matrix_leaves_the_table_of_what_finished(tmp_path, monkeypatch):
+    """The table is rewritten after every design: a matrix stopped part way (here: the second design
+    fails hard) still leaves the first design's results and says how many are left."""
+    regress = _netlist_regress()
+    calls = []
+
+    def fake_run(bundle, variant, sims, vectors, out):
+        calls.append(bundle)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return [
+            {"design": f"{bundle}__{variant.name}", "sim": s, "status": "ok", "sequences": 2} for s in sims
+        ]
+
+    monkeypatch.setattr(regress, "run_design", fake_run)
+    table = tmp_path / "matrix.md"
+    argv = ["--matrix", "--bundles", "copy_first_cmru,parity_hsru", "--lanes", "1", "--devices", "up5k"]
+    with pytest.raises(KeyboardInterrupt):
+        regress.main([*argv, "--out", str(tmp_path), "--table", str(table)])
+    text = table.read_text()
+    assert "| copy_first_cmru | up5k | 1 | ok (2 seq, None s) | ok (2 seq, None s) |" in text
+    assert "parity_hsru" not in text.split("Command:")[1].split("\n", 1)[1]
+    assert "2 simulator runs, 0 failing; designs not finished yet: 1 (the command resumes)." in text
+
+
 @pytest.fixture(scope="module")
 def ecp5_netlist(tmp_path_factory) -> Path:
     build = tmp_path_factory.mktemp("netlist") / "build"

@@ -13,7 +13,8 @@ at its UART pins with the host's bytes (:mod:`codesign.board.pins`).
 ``--matrix`` replaces the variants with every reference bundle at P = 1 and P = 4 on the UP5K and
 the ECP5-25k (frozen weights, shared multipliers: ``codesign rtl``'s defaults for the device)
 wherever the cost model (:func:`codesign.hw.cost.predict`) says the build fits, and writes a
-summary table (``--table``, default ``docs/reports/netlist_matrix.md``) with its command.
+summary table (``--table``, default ``docs/reports/netlist_matrix.md``) with its command, rewritten
+after every finished design. ``--workers N`` runs N designs at once on the project's Dask cluster.
 
 Results go to ``OUT/<design>__<sim>.json``; a design whose netlist and options are unchanged is
 not simulated again, so a stopped regression resumes. Usage::
@@ -21,7 +22,7 @@ not simulated again, so a stopped regression resumes. Usage::
     python verification/netlist_regress.py [--out build/sim_netlist] [--sims icarus,verilator]
         [--bundles a,b] [--vectors 4] [--quick] [--variants a,b]
     python verification/netlist_regress.py --matrix [--bundles a,b] [--lanes 1,4]
-        [--devices up5k,ecp5-25k] [--table docs/reports/netlist_matrix.md]
+        [--devices up5k,ecp5-25k] [--table docs/reports/netlist_matrix.md] [--workers 2]
 """
 
 from __future__ import annotations
@@ -31,13 +32,23 @@ import hashlib
 import json
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from codesign.atomic import write_text
 from codesign.errors import CodesignError
 
-__all__ = ["MATRIX_DEVICES", "VARIANTS", "Variant", "main", "matrix_designs", "matrix_table", "run_design"]
+__all__ = [
+    "MATRIX_DEVICES",
+    "VARIANTS",
+    "Variant",
+    "finished_designs",
+    "main",
+    "matrix_designs",
+    "matrix_table",
+    "run_design",
+]
 
 ROOT = Path(__file__).resolve().parents[1]
 BUNDLES = ROOT / "models" / "bundles"
@@ -162,13 +173,19 @@ def matrix_designs(
     return out
 
 
-def matrix_table(rows: list[dict], command: str) -> str:
-    """The matrix summary as Markdown: one row per bundle, lanes and device, a column per simulator."""
+def matrix_table(rows: list[dict], command: str, pending: int = 0) -> str:
+    """The matrix summary as Markdown: one row per bundle, lanes and device, a column per simulator;
+    ``pending`` designs not finished yet are counted under the command."""
     sims = sorted({r["sim"] for r in rows if "sim" in r})
+    runs = [r for r in rows if r["status"] in ("ok", "MISMATCH", "FAILED")]
+    mismatches = sum(r["status"] != "ok" for r in runs)
     lines = [
         "# Netlist matrix: reference bundles on the UP5K and the ECP5-25k",
         "",
         f"Command: `{command}`",
+        "",
+        f"{len(runs)} simulator runs, {mismatches} failing"
+        + (f"; designs not finished yet: {pending} (the command resumes)." if pending else "."),
         "",
         "| bundle | device | P | " + " | ".join(sims) + " |",
         "|---|---|---|" + "---|" * len(sims),
@@ -206,6 +223,41 @@ def _plan(args, sims: list[str]) -> list[tuple[str, Variant, str]]:
     return [(b, v, "") for b in bundles for v in variants]
 
 
+def _misfit_records(bundle: str, variant: Variant, sims: list[str], misfit: str) -> list[dict]:
+    design = f"{bundle}__{variant.name}"
+    return [{"design": design, "sim": s, "status": "does not fit", "reason": misfit} for s in sims]
+
+
+def finished_designs(
+    plan: list[tuple[str, Variant, str]],
+    sims: list[str],
+    vectors: int,
+    out: Path,
+    workers: int = 1,
+    scheduler: str | None = None,
+) -> Iterator[list[dict]]:
+    """Each design's records as it finishes: a misfit at once, the others in this process
+    (``workers`` 1) or as tasks on the project's Dask cluster (:func:`codesign.runner.dask_client`)."""
+    todo = []
+    for bundle, variant, misfit in plan:
+        if misfit:
+            yield _misfit_records(bundle, variant, sims, misfit)
+        else:
+            todo.append((bundle, variant))
+    if workers <= 1 and scheduler is None:
+        for bundle, variant in todo:
+            yield run_design(bundle, variant, sims, vectors, out)
+        return
+    from distributed import as_completed
+
+    from codesign.runner import dask_client
+
+    with dask_client(scheduler, workers) as client:
+        futures = [client.submit(run_design, b, v, sims, vectors, out, pure=False) for b, v in todo]
+        for future in as_completed(futures):
+            yield future.result()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=ROOT / "build" / "sim_netlist")
@@ -222,19 +274,16 @@ def main(argv: list[str] | None = None) -> int:
         "--devices", default=",".join(MATRIX_DEVICES), help="--matrix: chips (default up5k,ecp5-25k)"
     )
     parser.add_argument("--table", type=Path, default=ROOT / "docs" / "reports" / "netlist_matrix.md")
+    parser.add_argument("--workers", type=int, default=1, help="designs at once on a local Dask cluster")
+    parser.add_argument("--scheduler", default=None, help="an existing Dask cluster's address instead")
     args = parser.parse_args(argv)
     sims = [s for s in args.sims.split(",") if s]
     plan = _plan(args, sims)
     out = args.out / "matrix" if args.matrix else args.out
+    command = "python verification/netlist_regress.py " + " ".join(argv if argv is not None else sys.argv[1:])
     failed, rows = 0, []
-    for i, (bundle, variant, misfit) in enumerate(plan, 1):
-        if misfit:
-            recs = [
-                {"design": f"{bundle}__{variant.name}", "sim": s, "status": "does not fit", "reason": misfit}
-                for s in sims
-            ]
-        else:
-            recs = run_design(bundle, variant, sims, args.vectors, out)
+    finished = finished_designs(plan, sims, args.vectors, out, args.workers, args.scheduler)
+    for i, recs in enumerate(finished, 1):
         for rec in recs:
             failed += rec["status"] in ("MISMATCH", "FAILED")
             detail = (
@@ -242,11 +291,9 @@ def main(argv: list[str] | None = None) -> int:
             )
             print(f"[{i}/{len(plan)}] {rec['design']} {rec['sim']}: {rec['status']} ({detail})", flush=True)
         rows += recs
+        if args.matrix:  # after every design: a stopped matrix leaves the table of what finished
+            write_text(args.table, matrix_table(rows, command.strip(), len(plan) - i))
     if args.matrix:
-        command = "python verification/netlist_regress.py " + " ".join(
-            argv if argv is not None else sys.argv[1:]
-        )
-        write_text(args.table, matrix_table(rows, command.strip()))
         print(f"sim-netlist: table in {args.table}")
     print(f"sim-netlist: {failed} failing of {len(plan) * len(sims)} runs; results in {out}")
     return 1 if failed else 0
