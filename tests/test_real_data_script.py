@@ -119,3 +119,26 @@ def test_ablation_table_keeps_its_notes_when_rerun(tmp_path) -> None:
         sys.argv = argv
     text = out.read_text()
     assert text.count("What it shows: A is hard.") == 1 and "--notes" in text
+
+
+def _load_script(name: str):
+    path = Path(__file__).resolve().parents[1] / "scripts" / f"{name}.py"
+    module_spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    return module
+
+
+def test_unseen_sets_downloads_nothing_when_the_files_are_there(tmp_path, monkeypatch) -> None:
+    unseen = _load_script("unseen_sets")
+    train, test = unseen.files_of("PLAID", tmp_path)
+    assert (train.name, test.name) == ("PLAID_TRAIN.ts", "PLAID_TEST.ts")
+    for name in unseen.SETS:
+        for path in unseen.files_of(name, tmp_path):
+            path.write_text("x")
+
+    def no_download(*args, **kwargs):
+        raise AssertionError("pip ran although every file is there")
+
+    monkeypatch.setattr(unseen.subprocess, "run", no_download)
+    unseen.extract(list(unseen.SETS), tmp_path)
