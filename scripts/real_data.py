@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import time
 from pathlib import Path
 
@@ -202,7 +203,10 @@ def main() -> None:
         task = make_recipe_task(recipe.model_copy(update={"seed": 0}))
         options = recipe.task.options()
         name = options.get("dataset") or (
-            Path(options["train"]).stem if "train" in options else recipe.task.name
+            # a files task is named after its training file, without the UCR/UEA "_TRAIN"
+            re.sub(r"_train$", "", Path(options["train"]).stem, flags=re.IGNORECASE)
+            if "train" in options
+            else recipe.task.name
         )
         key = f"{name} {json.dumps(recipe.task.run_options(0), sort_keys=True)} seeds {args.seeds}"
         if key not in baselines and not args.no_minirocket:

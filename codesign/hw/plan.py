@@ -1167,6 +1167,22 @@ def _assign_multipliers(
     return planned
 
 
+def _check_options(share_updates: str, counters: str, frozen: bool, spram: bool, shift_ranges: bool) -> None:
+    """One clear error for an option :func:`plan_accelerator` does not know or cannot combine."""
+    if share_updates not in SHARE_UPDATE_MODES:
+        raise CodesignError(
+            f"--share-updates {share_updates!r} is not one of {', '.join(SHARE_UPDATE_MODES)}"
+        )
+    if counters not in COUNTER_SETS:
+        raise CodesignError(f"--counters {counters!r} is not one of {', '.join(COUNTER_SETS)}")
+    if shift_ranges and not frozen:
+        raise CodesignError(
+            "shift ranges narrow only a frozen build (--weights frozen): other builds load any shift"
+        )
+    if spram and not frozen:
+        raise CodesignError("spram weights are a frozen build's option (--weights spram)")
+
+
 def plan_accelerator(
     manifest: Manifest,
     lanes: int,
@@ -1202,16 +1218,11 @@ def plan_accelerator(
     word (:func:`_merge_memories`), before the memories are mapped.
     """
     narrow = resolve_narrow(narrow, target)
-    if share_updates not in SHARE_UPDATE_MODES:
-        raise CodesignError(
-            f"--share-updates {share_updates!r} is not one of {', '.join(SHARE_UPDATE_MODES)}"
-        )
+    _check_options(share_updates, counters, frozen, spram, bool(shift_ranges))
     fault_set = faults if isinstance(faults, FaultSet) else FaultSet(faults)
     chip = get_target(target)
     share_name, share_per_lane = parse_share(share)
     cycles = serial_cycles(share)
-    if counters not in COUNTER_SETS:
-        raise CodesignError(f"--counters {counters!r} is not one of {', '.join(COUNTER_SETS)}")
     _check_lanes(manifest, lanes)
     layers = [
         replace(e, update_latency=max(e.update_latency, chip.update_stages_min))
@@ -1224,12 +1235,6 @@ def plan_accelerator(
             [*layers, _plan_readout(manifest, layers[-1], _readout_lanes(manifest, lanes, chip))], chip
         )
     ]
-    if shift_ranges and not frozen:
-        raise CodesignError(
-            "shift ranges narrow only a frozen build (--weights frozen): other builds load any shift"
-        )
-    if spram and not frozen:
-        raise CodesignError("spram weights are a frozen build's option (--weights spram)")
     if share_updates == "on":  # the readout has no update unit
         engines = [replace(e, shared_update=e.lanes > 1) for e in engines[:-1]] + [engines[-1]]
     if frozen:

