@@ -2,7 +2,8 @@
 
 Each argument is ``LABEL=RESULTS.json``; the columns keep the order given. A cell is the golden
 (= hardware) accuracy, mean [min; max] over the seeds of that file; the last rows are the mean
-over the data sets every column covers and how many sets each setting wins. MiniRocket's column
+over the data sets every column covers, how many sets each setting wins, and each column against
+the first on the sets both cover. MiniRocket's column
 comes from the first file that holds it.
 
     .venv/bin/python scripts/ablation_table.py --out models/results/classify_ablation.md \\
@@ -31,6 +32,20 @@ def load(spec: str) -> tuple[str, dict[str, dict]]:
 
 def cell(values: list[float]) -> str:
     return f"{100 * np.mean(values):.1f} [{100 * min(values):.1f}; {100 * max(values):.1f}]"
+
+
+def _against_first(columns: list[tuple[str, dict[str, dict]]], label: str, rows: dict[str, dict]) -> str:
+    """The column's mean minus the first column's, over the data sets both cover: a column that
+    skips the long sets is still compared with the first on what it ran."""
+    first_label, first = columns[0]
+    if label == first_label:
+        return "-"
+    shared = [n for n in rows if n in first]
+    if not shared:
+        return "no set in common"
+    mean = lambda r, n: np.mean([x["golden"] for x in r[n]["ours"]])  # noqa: E731
+    delta = 100 * np.mean([mean(rows, n) - mean(first, n) for n in shared])
+    return f"{delta:+.1f} on {len(shared)}"
 
 
 def table(columns: list[tuple[str, dict[str, dict]]], title: str, command: str) -> str:
@@ -65,6 +80,11 @@ def table(columns: list[tuple[str, dict[str, dict]]], title: str, command: str) 
     )
     lines.append(
         "| sets where the column is best | " + " | ".join(str(wins[label]) for label, _ in columns) + " | |"
+    )
+    lines.append(
+        f"| against {columns[0][0]}, on the sets both cover (points) | "
+        + " | ".join(_against_first(columns, label, rows) for label, rows in columns)
+        + " | |"
     )
     lines += ["", f"Made by: `{command}`", ""]
     return "\n".join(lines)

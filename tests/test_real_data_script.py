@@ -99,6 +99,7 @@ def test_ablation_table_has_a_column_per_setting_and_means_over_common_sets(tmp_
     assert "| B | 90.0 [90.0; 90.0] | not run | 95.0 [95.0; 95.0] |" in text
     assert "| mean of the 1 sets every column covers | 60.0 | 80.0 | 95.0 |" in text
     assert "| sets where the column is best | 0 | 1 | |" in text
+    assert "| against base, on the sets both cover (points) | - | +20.0 on 1 | |" in text
     with pytest.raises(SystemExit, match="LABEL=RESULTS.json"):
         ablation_table.load("no-label")
 
