@@ -927,7 +927,6 @@ def sim(
 ) -> None:
     """Simulate the RTL (or the chip's netlist) with cocotb and compare it with the golden model bit by bit."""
     from codesign.atomic import write_text
-    from codesign.verify.runner import run_sim
 
     if simulator not in ("icarus", "verilator"):
         raise CodesignError(f"--sim {simulator!r} is not one of icarus, verilator")
@@ -936,36 +935,43 @@ def sim(
         _sim_pins(build, netlist, simulator, vectors, seed, timeout, json_path)
         return
     inputs, labels, vectors = _sim_inputs(build, test_set, inputs, labels, vectors)
-    source_build = build
     if power and (netlist is None or simulator != "icarus"):
         raise CodesignError("--power needs --netlist DEVICE and --sim icarus (the VCD of the mapped netlist)")
+    sim_kwargs = dict(
+        vectors=vectors,
+        seed=seed,
+        inputs=inputs,
+        labels=labels,
+        timeout_s=timeout,
+        gaps=gaps,
+        tests=tuple(test or ("random_sequences",)),
+        bundles=bundle or None,
+    )
+    report = _sim_build(build, simulator, netlist, power, _played(test_set, inputs, seed), sim_kwargs)
+    if json_path is not None:
+        write_text(json_path, json.dumps(report.summary_json(), indent=2) + "\n")
+    if report.mismatches:
+        raise typer.Exit(1)
+
+
+def _sim_build(build: Path, simulator: str, netlist: str | None, power: bool, played: str, sim_kwargs: dict):
+    """Simulate ``build`` (or its netlist for chip ``netlist``) and print the summary; with
+    ``power``, price the netlist's activity (:func:`_netlist_power`). Returns the report."""
+    from codesign.verify.runner import run_sim
+
+    source_build = build
     if netlist is not None:
         from codesign.fpga.netlist import netlist_build
 
         build = netlist_build(build, netlist, progress=lambda line: err_console.print(f"sim: {line}"))
     with _vcd_waves(power):
-        report = run_sim(
-            build,
-            simulator,
-            vectors=vectors,
-            seed=seed,
-            inputs=inputs,
-            labels=labels,
-            timeout_s=timeout,
-            gaps=gaps,
-            tests=tuple(test or ("random_sequences",)),
-            bundles=bundle or None,
-            waves="always" if power else "on_failure",
-        )
+        report = run_sim(build, simulator, waves="always" if power else "on_failure", **sim_kwargs)
     console.print(report.summary_line(), highlight=False)
     if power:
-        _netlist_power(source_build, build, netlist, report, _played(test_set, inputs, seed))
+        _netlist_power(source_build, build, netlist, report, played)
     if report.waveform and report.mismatches:
         console.print(f"waveform of the failing test: {report.waveform}", highlight=False)
-    if json_path is not None:
-        write_text(json_path, json.dumps(report.summary_json(), indent=2) + "\n")
-    if report.mismatches:
-        raise typer.Exit(1)
+    return report
 
 
 @contextlib.contextmanager

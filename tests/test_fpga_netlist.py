@@ -164,6 +164,29 @@ def test_a_stopped_matrix_leaves_the_table_of_what_finished(tmp_path, monkeypatc
     assert "2 simulator runs, 0 failing; designs not finished yet: 1 (the command resumes)." in text
 
 
+def test_a_matrix_build_that_fits_and_does_not_build_fails(tmp_path, monkeypatch):
+    """In ``--matrix`` every option is the device's default, so a design the cost model fits but
+    yosys cannot map (the selective UP5K build's ``su_walk`` in block RAM) fails the run; a
+    variant run keeps "not built" for options a bundle cannot take."""
+    regress = _netlist_regress()
+
+    def fake_run(bundle, variant, sims, vectors, out):
+        return [
+            {"design": f"{bundle}__{variant.name}", "sim": s, "status": "not built", "reason": "no mapping"}
+            for s in sims
+        ]
+
+    monkeypatch.setattr(regress, "run_design", fake_run)
+    table = tmp_path / "matrix.md"
+    argv = ["--matrix", "--bundles", "copy_first_cmru", "--lanes", "1", "--devices", "up5k"]
+    assert regress.main([*argv, "--out", str(tmp_path), "--table", str(table)]) == 1
+    assert (
+        "0 simulator runs, 0 failing; designs the cost model fits that did not build: 1." in table.read_text()
+    )
+    argv = ["--bundles", "copy_first_cmru", "--variants", "spram_p2", "--out", str(tmp_path)]
+    assert regress.main(argv) == 0
+
+
 @pytest.fixture(scope="module")
 def ecp5_netlist(tmp_path_factory) -> Path:
     build = tmp_path_factory.mktemp("netlist") / "build"

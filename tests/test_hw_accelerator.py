@@ -994,6 +994,26 @@ def test_dcls_counts_take_a_block_ram_per_tap() -> None:
     assert used <= chip.block_rams - chip.reserved_block_rams
 
 
+def test_a_schedule_read_combinationally_never_goes_to_block_ram() -> None:
+    """The selective schedule (``su_walk``, ``su_open``) is read through asynchronous ports, which
+    no block RAM has: the UP5K (no LUT RAM) holds it in logic, the ECP5 in LUT RAM or logic, and a
+    build for no chip marks it ``logic`` so that ``codesign synth --ram block`` leaves it there.
+    The UP5K plan of japanese_vowels_cmru2_su at P = 1 put ``su_walk`` in block RAM, where yosys
+    found no valid mapping."""
+    manifest = load_bundle(BUNDLES / "japanese_vowels_cmru2_su").manifest
+    for target, allowed in (("up5k", {"logic"}), ("ecp5", {"logic", "distributed"})):
+        plan = plan_accelerator(manifest, 1, target=target)
+        schedule = [m for m in plan.memories if "_su_" in m.name]
+        assert schedule and all(m.asynchronous for m in schedule)
+        assert {m.style for m in schedule} <= allowed, (target, [(m.name, m.style) for m in schedule])
+    generic = plan_accelerator(manifest, 1)
+    for m in generic.memories:
+        assert (m.attrs or {}).get("ram_style") == ("logic" if "_su_" in m.name else None), m.name
+    chip = get_target("up5k")
+    assert chip.map_memories({"walk": (40, 3)}, asynchronous={"walk"}) == {"walk": "logic"}
+    assert chip.map_memories({"walk": (40, 3)}) == {"walk": "block"}
+
+
 def test_block_rams_go_where_they_save_the_most_logic() -> None:
     """The plan fills the block RAMs it keeps (an exact knapsack): the greedy rule moved the
     cheapest memories per block out until the rest fit and overshot, leaving the d = 12 DCLS

@@ -12,7 +12,8 @@ at its UART pins with the host's bytes (:mod:`codesign.board.pins`).
 
 ``--matrix`` replaces the variants with every reference bundle at P = 1 and P = 4 on the UP5K and
 the ECP5-25k (frozen weights, shared multipliers: ``codesign rtl``'s defaults for the device)
-wherever the cost model (:func:`codesign.hw.cost.predict`) says the build fits, and writes a
+wherever the cost model (:func:`codesign.hw.cost.predict`) says the build fits (a build that fits
+and does not build fails the matrix), and writes a
 summary table (``--table``, default ``docs/reports/netlist_matrix.md``) with its command, rewritten
 after every finished design. ``--workers N`` runs N designs at once on the project's Dask cluster.
 
@@ -179,12 +180,14 @@ def matrix_table(rows: list[dict], command: str, pending: int = 0) -> str:
     sims = sorted({r["sim"] for r in rows if "sim" in r})
     runs = [r for r in rows if r["status"] in ("ok", "MISMATCH", "FAILED")]
     mismatches = sum(r["status"] != "ok" for r in runs)
+    unbuilt = len({r["design"] for r in rows if r["status"] == "not built"})
     lines = [
         "# Netlist matrix: reference bundles on the UP5K and the ECP5-25k",
         "",
         f"Command: `{command}`",
         "",
         f"{len(runs)} simulator runs, {mismatches} failing"
+        + (f"; designs the cost model fits that did not build: {unbuilt}" if unbuilt else "")
         + (f"; designs not finished yet: {pending} (the command resumes)." if pending else "."),
         "",
         "| bundle | device | P | " + " | ".join(sims) + " |",
@@ -285,7 +288,10 @@ def main(argv: list[str] | None = None) -> int:
     finished = finished_designs(plan, sims, args.vectors, out, args.workers, args.scheduler)
     for i, recs in enumerate(finished, 1):
         for rec in recs:
-            failed += rec["status"] in ("MISMATCH", "FAILED")
+            # in the matrix every option is the device's default: a build that fits must build
+            failed += rec["status"] in ("MISMATCH", "FAILED") or (
+                args.matrix and rec["status"] == "not built"
+            )
             detail = (
                 rec.get("reason") or f"{rec.get('sequences')} sequences, {rec.get('mismatches')} mismatches"
             )

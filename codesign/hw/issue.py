@@ -409,6 +409,10 @@ class IssueStage(wiring.Component):
         phase_open = Signal(range(period * groups))
         next_open = Signal(range(period * groups))
         walk = Signal(range(groups + 1))  # index of the current group in this step's walk
+        # su_walk's row of the group after the current one, phase_row + walk + 2, kept in a register
+        # beside walk: as a sum before the asynchronous read (a mux tree in LUTs on the UP5K) it
+        # was the selective UP5K build's longest path (29.8 MHz against 30)
+        walk_row = Signal(range(period * stride + 2))
         n_walk = Signal(range(groups + 1))
         full = Signal()  # this step walks every group
         # a held group (no open lane; not following items in an event-driven layer) costs one
@@ -445,7 +449,7 @@ class IssueStage(wiring.Component):
             s.next_open,
             s.walk,
         )
-        n_walk, full = s.n_walk, s.full
+        n_walk, full, walk_row = s.n_walk, s.full, s.walk_row
         # the step about to start: its phase, whether it walks every group, its first group
         first_of = banks.first_of.bit_select(rbank, 1)
         end_of = banks.end_of.bit_select(rbank, 1)
@@ -469,7 +473,7 @@ class IssueStage(wiring.Component):
             if e.emit == "final":
                 full_now = full_now | end_of
         m.d.comb += walk_count.addr.eq(start_row)
-        m.d.comb += walk_next.addr.eq(Mux(busy, phase_row + walk + 2, start_row + 1))
+        m.d.comb += walk_next.addr.eq(Mux(busy, walk_row, start_row + 1))
         listed = walk_next.data[0].as_unsigned()
 
         meta = Signal(SlotLayout(e))
@@ -485,6 +489,7 @@ class IssueStage(wiring.Component):
                     n_items.eq(banks.counts[rbank]),
                     slot.eq(0),
                     walk.eq(0),
+                    walk_row.eq(start_row + 2),
                     phase.eq(start_phase),
                     phase_row.eq(start_row),
                     phase_open.eq(start_open),
@@ -558,7 +563,7 @@ class IssueStage(wiring.Component):
             with m.If(last_part & last_slot):
                 self._start_gap(m)
                 nxt = Mux(full, group + 1, listed)
-                m.d.sync += [slot.eq(0), walk.eq(walk + 1), group.eq(nxt)]
+                m.d.sync += [slot.eq(0), walk.eq(walk + 1), s.walk_row.eq(s.walk_row + 1), group.eq(nxt)]
                 with m.If(step_last):
                     m.d.sync += [
                         busy.eq(0),

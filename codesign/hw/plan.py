@@ -143,6 +143,8 @@ class MemoryPlan:
     offset: int = 0  # ... at this bit offset (same addresses; :func:`_merge_memories`)
     no_collisions: bool = False  # no read meets a write of its word in one cycle (:data:`COLLISION_FREE`):
     # yosys need not make the read return the old word (``no_rw_check``)
+    asynchronous: bool = False  # read combinationally (the selective schedule): no block RAM takes
+    # such a port, so a chip maps it to LUT RAM or logic (:meth:`Target.map_memories`)
 
     @property
     def width(self) -> int:
@@ -150,8 +152,14 @@ class MemoryPlan:
 
     @property
     def attrs(self) -> dict[str, str] | None:
-        """Attributes of the RTL memory: yosys' ``ram_style`` when the plan decided a mapping."""
-        attrs = {} if self.style == "auto" else {"ram_style": self.style}
+        """Attributes of the RTL memory: yosys' ``ram_style`` when the plan decided a mapping. An
+        asynchronous memory the plan left to the tool (a build for no chip) is ``logic``, since
+        ``codesign synth --ram block`` sends every memory without a style to block RAM, which
+        cannot read it."""
+        if self.style == "auto":
+            attrs = {"ram_style": "logic"} if self.asynchronous else {}
+        else:
+            attrs = {"ram_style": self.style}
         if self.no_collisions:
             attrs["no_rw_check"] = 1
         return attrs or None
@@ -429,9 +437,17 @@ def _engine_memories(e: EnginePlan, next_id: list[int]) -> dict[str, MemoryPlan]
             f"{e.name}_stride_sums", e.inputs, 1, stride_sum_bits(e), "accumulators"
         )
     if e.period:  # selective update: open lanes per (phase, group) and the groups to walk per phase
-        mems["su_open"] = MemoryPlan(f"{e.name}_su_open", e.period * e.groups, p, 2, "params", loadable())
+        mems["su_open"] = MemoryPlan(
+            f"{e.name}_su_open", e.period * e.groups, p, 2, "params", loadable(), asynchronous=True
+        )
         mems["su_walk"] = MemoryPlan(
-            f"{e.name}_su_walk", e.period * (e.groups + 1), 1, e.groups.bit_length() + 1, "params", loadable()
+            f"{e.name}_su_walk",
+            e.period * (e.groups + 1),
+            1,
+            e.groups.bit_length() + 1,
+            "params",
+            loadable(),
+            asynchronous=True,
         )
     mems["items"] = MemoryPlan(
         f"{e.name}_items", 2 * e.item_capacity, 1, index_bits(e.inputs) + e.item_bits, "items"
@@ -942,6 +958,7 @@ def _map_memories(engines: list[EnginePlan], target: Target) -> list[EnginePlan]
         return engines
     shapes: dict[str, tuple[int, int]] = {}
     roms: set[str] = set()
+    asynchronous: set[str] = set()
     for e in engines:
         for mem in e.memories.values():
             if mem.style in ("huge", "registers"):
@@ -951,8 +968,10 @@ def _map_memories(engines: list[EnginePlan], target: Target) -> list[EnginePlan]
             shapes[name] = (depth, width + mem.width)
             if mem.rom and mem.shared is None:
                 roms.add(mem.name)
+            if mem.asynchronous:
+                asynchronous.add(name)
     banks = {mem.name: mem.banks for e in engines for mem in e.memories.values()}
-    style = target.map_memories(shapes, roms=roms, banks=banks)
+    style = target.map_memories(shapes, roms=roms, banks=banks, asynchronous=asynchronous)
     return [
         replace(
             e,

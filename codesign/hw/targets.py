@@ -138,8 +138,12 @@ class Target:
         shapes: dict[str, tuple[int, int]],
         roms: set[str] | frozenset[str] = frozenset(),
         banks: dict[str, int] | None = None,
+        asynchronous: set[str] | frozenset[str] = frozenset(),
     ) -> dict[str, str]:
         """``{name: "block" | "distributed" | "logic"}`` for memories ``{name: (depth, width)}``.
+
+        A memory read combinationally (``asynchronous``) never goes to block RAM, whose read ports
+        are all registered: it takes the cheaper of LUT RAM and logic (:meth:`off_block`).
 
         A memory leaves block RAM when that is cheaper than its share of the chip (the device's
         logic cells per block RAM): LUT RAM where the chip has it, and a ROM (``roms``, a frozen
@@ -167,6 +171,8 @@ class Target:
                 style[name] = off[name][0]
             elif name in roms and off[name][1] < blocks[name] * share / 2:
                 style[name] = "logic"
+        for name in asynchronous:
+            style[name] = off[name][0]
         budget = self.block_rams - self.reserved_block_rams
         wanted = [name for name in shapes if style[name] == "block"]
         for name in wanted:

@@ -3377,23 +3377,24 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   reg [3:0] \$128 ;
   reg [2:0] \$129 ;
   wire \$13 ;
-  reg [2:0] \$130 ;
-  reg [5:0] \$131 ;
-  reg [4:0] \$132 ;
-  reg \$133 ;
+  reg [5:0] \$130 ;
+  reg [2:0] \$131 ;
+  reg [5:0] \$132 ;
+  reg [4:0] \$133 ;
   reg \$134 ;
   reg \$135 ;
-  reg [2:0] \$136 ;
-  reg [1:0] \$137 ;
-  reg [31:0] \$138 ;
+  reg \$136 ;
+  reg [2:0] \$137 ;
+  reg [1:0] \$138 ;
   reg [31:0] \$139 ;
   wire \$14 ;
   reg [31:0] \$140 ;
-  reg \$141 ;
-  reg [2:0] \$142 ;
-  reg [5:0] \$143 ;
-  reg [4:0] \$144 ;
-  reg [31:0] \$145 ;
+  reg [31:0] \$141 ;
+  reg \$142 ;
+  reg [2:0] \$143 ;
+  reg [5:0] \$144 ;
+  reg [4:0] \$145 ;
+  reg [31:0] \$146 ;
   wire [7:0] \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -3416,74 +3417,74 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   wire \$32 ;
   wire \$33 ;
   wire [6:0] \$34 ;
-  wire [7:0] \$35 ;
-  wire [6:0] \$36 ;
-  wire [7:0] \$37 ;
-  wire [5:0] \$38 ;
+  wire [6:0] \$35 ;
+  wire [5:0] \$36 ;
+  wire \$37 ;
+  wire \$38 ;
   wire \$39 ;
   wire [3:0] \$4 ;
   wire \$40 ;
-  wire \$41 ;
-  wire \$42 ;
-  wire [3:0] \$43 ;
-  wire [3:0] \$44 ;
-  wire [4:0] \$45 ;
+  wire [3:0] \$41 ;
+  wire [3:0] \$42 ;
+  wire [4:0] \$43 ;
+  wire \$44 ;
+  wire \$45 ;
   wire \$46 ;
   wire \$47 ;
-  wire \$48 ;
-  wire \$49 ;
+  wire [3:0] \$48 ;
+  wire [7:0] \$49 ;
   wire [14:0] \$5 ;
-  wire [3:0] \$50 ;
-  wire [7:0] \$51 ;
-  wire [1:0] \$52 ;
-  wire [32:0] \$53 ;
-  wire \$54 ;
-  wire [1:0] \$55 ;
-  wire [32:0] \$56 ;
+  wire [1:0] \$50 ;
+  wire [32:0] \$51 ;
+  wire \$52 ;
+  wire [1:0] \$53 ;
+  wire [32:0] \$54 ;
+  wire \$55 ;
+  wire \$56 ;
   wire \$57 ;
-  wire \$58 ;
+  wire [4:0] \$58 ;
   wire \$59 ;
   wire [14:0] \$6 ;
-  wire [4:0] \$60 ;
-  wire \$61 ;
-  wire \$62 ;
-  wire [32:0] \$63 ;
-  wire [4:0] \$64 ;
-  wire \$65 ;
-  wire \$66 ;
-  wire [1:0] \$67 ;
-  wire [32:0] \$68 ;
-  wire \$69 ;
+  wire \$60 ;
+  wire [32:0] \$61 ;
+  wire [4:0] \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire [1:0] \$65 ;
+  wire [32:0] \$66 ;
+  wire \$67 ;
+  wire [1:0] \$68 ;
+  wire [32:0] \$69 ;
   wire \$7 ;
-  wire [1:0] \$70 ;
-  wire [32:0] \$71 ;
+  wire \$70 ;
+  wire \$71 ;
   wire \$72 ;
-  wire \$73 ;
-  wire \$74 ;
-  wire [3:0] \$75 ;
-  wire [32:0] \$76 ;
-  reg [3:0] \$77 ;
+  wire [3:0] \$73 ;
+  wire [32:0] \$74 ;
+  reg [3:0] \$75 ;
+  wire [6:0] \$76 ;
+  wire \$77 ;
   wire \$78 ;
   wire \$79 ;
   wire \$8 ;
   wire \$80 ;
   wire \$81 ;
-  wire \$82 ;
-  wire [32:0] \$83 ;
-  wire \$84 ;
-  wire [32:0] \$85 ;
+  wire [32:0] \$82 ;
+  wire \$83 ;
+  wire [32:0] \$84 ;
+  wire \$85 ;
   wire \$86 ;
   wire \$87 ;
-  wire \$88 ;
+  wire [32:0] \$88 ;
   wire [32:0] \$89 ;
   wire \$9 ;
-  wire [32:0] \$90 ;
+  wire \$90 ;
   wire \$91 ;
   wire \$92 ;
   wire \$93 ;
   wire \$94 ;
-  wire \$95 ;
-  wire [3:0] \$96 ;
+  wire [3:0] \$95 ;
+  wire [6:0] \$96 ;
   wire [2:0] \$97 ;
   wire [3:0] \$98 ;
   wire \$99 ;
@@ -3570,12 +3571,12 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   wire [4:0] \port__addr$17 ;
   wire [5:0] \port__addr$37 ;
   wire [5:0] \port__addr$38 ;
-  wire [4:0] \port__addr$43 ;
+  wire [4:0] \port__addr$42 ;
   wire [3:0] port__data;
   wire [7:0] \port__data$19 ;
-  wire [7:0] \port__data$45 ;
-  wire [3:0] \port__data$69 ;
+  wire [7:0] \port__data$44 ;
   wire [3:0] \port__data$70 ;
+  wire [3:0] \port__data$71 ;
   wire port__en;
   wire [3:0] \port__en$18 ;
   reg rbank = 1'h0;
@@ -3609,6 +3610,7 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   wire step_last;
   wire stored;
   reg [2:0] walk = 3'h0;
+  reg [5:0] walk_row = 6'h00;
   reg wbank = 1'h0;
   reg [3:0] wcount = 4'h0;
   wire [4:0] wr__addr;
@@ -3652,6 +3654,7 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
     end
   end
   assign rd__data = _0_;
+  (* ram_style = "logic" *)
   reg [7:0] su_open [31:0];
   initial begin
     su_open[0] = 8'h55;
@@ -3697,7 +3700,8 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
     if (\$15 [3])
       su_open[config__payload[8:4]][7:6] <= \port__data$19 [7:6];
   end
-  assign \port__data$45  = su_open[\$38 [4:0]];
+  assign \port__data$44  = su_open[\$36 [4:0]];
+  (* ram_style = "logic" *)
   reg [3:0] su_walk [39:0];
   initial begin
     su_walk[0] = 4'h2;
@@ -3745,8 +3749,8 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
     if (\$12 [0])
       su_walk[config__payload[9:4]] <= config__payload[16:13];
   end
-  assign \port__data$70  = su_walk[\$37 [5:0]];
-  assign \port__data$69  = su_walk[start_row];
+  assign \port__data$71  = su_walk[\$35 [5:0]];
+  assign \port__data$70  = su_walk[start_row];
   assign \$1  = \$signal  >> wbank;
   assign \$2  = ~ \$1 ;
   assign nonzero = | items__payload[11:4];
@@ -3780,65 +3784,65 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   assign start_row = \$32  ? 6'h00 : next_row;
   assign \$33  = \$signal$30  >> rbank;
   assign start_open = \$33  ? 5'h00 : next_open;
-  assign \$34  = phase_row + walk;
-  assign \$35  = \$34  + 2'h2;
-  assign \$36  = start_row + 1'h1;
-  assign \$37  = busy ? \$35  : { 1'h0, \$36  };
+  assign \$34  = start_row + 1'h1;
+  assign \$35  = busy ? { 1'h0, walk_row } : \$34 ;
   assign base = group * 4'hc;
-  assign \$38  = phase_open + group;
-  assign \$39  = | \port__data$45 [1:0];
-  assign \$40  = | \port__data$45 [3:2];
-  assign \$41  = | \port__data$45 [5:4];
-  assign \$42  = | \port__data$45 [7:6];
-  assign \$43  = walk + 1'h1;
-  assign step_last = \$43  == n_walk;
-  assign \$44  = rbank ? 4'hc : 4'h0;
-  assign \$45  = \$44  + slot;
-  assign \$46  = | n_items;
-  assign \$48  = \$46  & \$47 ;
-  assign \$50  = meta[18] ? 4'h0 : rd__data[3:0];
-  assign \$51  = meta[18] ? 8'h00 : rd__data[11:4];
-  assign \$52  = 1'h0 + rd__en;
-  assign \$53  = layer0_items_reads + \$52 ;
-  assign \$55  = 1'h0 + \$54 ;
-  assign \$56  = layer0_items_writes + \$55 ;
-  assign \$57  = \$signal  >> wbank;
-  assign \$58  = ~ \$57 ;
-  assign \$59  = items__valid & \$58 ;
-  assign \$60  = wcount + 1'h1;
-  assign \$61  = ~ stored;
-  assign \$62  = nonzero & \$61 ;
-  assign \$63  = layer0_item_overflows + 1'h1;
-  assign \$64  = wcount + stored;
-  assign \$65  = ~ wbank;
-  assign \$67  = 1'h0 + \$66 ;
-  assign \$68  = layer0_su_walk_writes + \$67 ;
-  assign \$69  = | \$15 [3:0];
-  assign \$70  = 1'h0 + \$69 ;
-  assign \$71  = layer0_su_open_writes + \$70 ;
-  assign \$72  = ~ busy;
-  assign \$73  = | drain;
-  assign \$74  = \$signal  >> rbank;
-  assign \$75  = drain - 1'h1;
-  assign \$76  = layer0_su_walk_reads + 1'h1;
+  assign \$36  = phase_open + group;
+  assign \$37  = | \port__data$44 [1:0];
+  assign \$38  = | \port__data$44 [3:2];
+  assign \$39  = | \port__data$44 [5:4];
+  assign \$40  = | \port__data$44 [7:6];
+  assign \$41  = walk + 1'h1;
+  assign step_last = \$41  == n_walk;
+  assign \$42  = rbank ? 4'hc : 4'h0;
+  assign \$43  = \$42  + slot;
+  assign \$44  = | n_items;
+  assign \$46  = \$44  & \$45 ;
+  assign \$48  = meta[18] ? 4'h0 : rd__data[3:0];
+  assign \$49  = meta[18] ? 8'h00 : rd__data[11:4];
+  assign \$50  = 1'h0 + rd__en;
+  assign \$51  = layer0_items_reads + \$50 ;
+  assign \$53  = 1'h0 + \$52 ;
+  assign \$54  = layer0_items_writes + \$53 ;
+  assign \$55  = \$signal  >> wbank;
+  assign \$56  = ~ \$55 ;
+  assign \$57  = items__valid & \$56 ;
+  assign \$58  = wcount + 1'h1;
+  assign \$59  = ~ stored;
+  assign \$60  = nonzero & \$59 ;
+  assign \$61  = layer0_item_overflows + 1'h1;
+  assign \$62  = wcount + stored;
+  assign \$63  = ~ wbank;
+  assign \$65  = 1'h0 + \$64 ;
+  assign \$66  = layer0_su_walk_writes + \$65 ;
+  assign \$67  = | \$15 [3:0];
+  assign \$68  = 1'h0 + \$67 ;
+  assign \$69  = layer0_su_open_writes + \$68 ;
+  assign \$70  = ~ busy;
+  assign \$71  = | drain;
+  assign \$72  = \$signal  >> rbank;
+  assign \$73  = drain - 1'h1;
+  assign \$74  = layer0_su_walk_reads + 1'h1;
+  assign \$76  = start_row + 2'h2;
+  assign \$77  = \$signal$30  >> rbank;
   assign \$78  = \$signal$30  >> rbank;
-  assign \$79  = \$signal$30  >> rbank;
-  assign \$80  = \$signal$60  >> rbank;
-  assign \$81  = \$signal$30  >> rbank;
-  assign \$82  = ! \port__data$69 ;
-  assign \$83  = layer0_busy_cycles + 1'h1;
-  assign \$84  = ~ issue;
-  assign \$85  = layer0_stall_cycles + 1'h1;
-  assign \$86  = ! slot;
-  assign \$87  = issue & \$86 ;
-  assign \$89  = layer0_su_open_reads + 1'h1;
-  assign \$90  = layer0_su_walk_reads + 1'h1;
-  assign \$91  = ! slot;
-  assign \$93  = ! n_items;
-  assign \$94  = \$93  | \$18 [0];
-  assign \$96  = walk + 1'h1;
+  assign \$79  = \$signal$60  >> rbank;
+  assign \$80  = \$signal$30  >> rbank;
+  assign \$81  = ! \port__data$70 ;
+  assign \$82  = layer0_busy_cycles + 1'h1;
+  assign \$83  = ~ issue;
+  assign \$84  = layer0_stall_cycles + 1'h1;
+  assign \$85  = ! slot;
+  assign \$86  = issue & \$85 ;
+  assign \$88  = layer0_su_open_reads + 1'h1;
+  assign \$89  = layer0_su_walk_reads + 1'h1;
+  assign \$90  = ! slot;
+  assign \$92  = ! n_items;
+  assign \$93  = \$92  | \$18 [0];
+  assign \$95  = walk + 1'h1;
+  assign \$96  = walk_row + 1'h1;
   assign \$97  = group + 1'h1;
-  assign \$98  = full ? { 1'h0, \$97  } : \port__data$70 ;
+  assign \$98  = full ? { 1'h0, \$97  } : \port__data$71 ;
   assign \$99  = ~ rbank;
   assign \$100  = phase + 1'h1;
   assign \$102  = phase == 3'h7;
@@ -3890,52 +3894,54 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   always @(posedge clk)
     walk <= \$129 ;
   always @(posedge clk)
-    phase <= \$130 ;
+    walk_row <= \$130 ;
   always @(posedge clk)
-    phase_row <= \$131 ;
+    phase <= \$131 ;
   always @(posedge clk)
-    phase_open <= \$132 ;
+    phase_row <= \$132 ;
   always @(posedge clk)
-    full <= \$133 ;
+    phase_open <= \$133 ;
   always @(posedge clk)
-    seq_first <= \$134 ;
+    full <= \$134 ;
   always @(posedge clk)
-    seq_end <= \$135 ;
+    seq_first <= \$135 ;
   always @(posedge clk)
-    n_walk <= \$136 ;
+    seq_end <= \$136 ;
   always @(posedge clk)
-    group <= \$137 ;
+    n_walk <= \$137 ;
   always @(posedge clk)
-    layer0_busy_cycles <= \$138 ;
+    group <= \$138 ;
   always @(posedge clk)
-    layer0_stall_cycles <= \$139 ;
+    layer0_busy_cycles <= \$139 ;
   always @(posedge clk)
-    layer0_su_open_reads <= \$140 ;
+    layer0_stall_cycles <= \$140 ;
   always @(posedge clk)
-    rbank <= \$141 ;
+    layer0_su_open_reads <= \$141 ;
   always @(posedge clk)
-    next_phase <= \$142 ;
+    rbank <= \$142 ;
   always @(posedge clk)
-    next_row <= \$143 ;
+    next_phase <= \$143 ;
   always @(posedge clk)
-    next_open <= \$144 ;
+    next_row <= \$144 ;
   always @(posedge clk)
-    layer0_steps <= \$145 ;
+    next_open <= \$145 ;
+  always @(posedge clk)
+    layer0_steps <= \$146 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     (* full_case = 32'd1 *)
     casez (rbank)
       1'h0:
-          \$77  = bank0_count;
+          \$75  = bank0_count;
       1'h1:
-          \$77  = bank1_count;
+          \$75  = bank1_count;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     rd__en = 1'h0;
     if (issue) begin
-      rd__en = \$49 ;
+      rd__en = \$47 ;
     end
   end
   always @* begin
@@ -3951,19 +3957,19 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     rd__addr = 5'h00;
     if (issue) begin
-      rd__addr = \$45 ;
+      rd__addr = \$43 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$110  = \$53 [31:0];
+    \$110  = \$51 [31:0];
     if (rst) begin
       \$110  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$111  = \$56 [31:0];
+    \$111  = \$54 [31:0];
     if (rst) begin
       \$111  = 32'd0;
     end
@@ -3971,9 +3977,9 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$112  = wcount;
-    if (\$59 ) begin
+    if (\$57 ) begin
       if (stored) begin
-        \$112  = \$60 [3:0];
+        \$112  = \$58 [3:0];
       end
       if (items__payload[12]) begin
         \$112  = 4'h0;
@@ -3986,9 +3992,9 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$113  = layer0_item_overflows;
-    if (\$59 ) begin
-      if (\$62 ) begin
-        \$113  = \$63 [31:0];
+    if (\$57 ) begin
+      if (\$60 ) begin
+        \$113  = \$61 [31:0];
       end
     end
     if (rst) begin
@@ -3998,7 +4004,7 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$114  = \$signal ;
-    if (\$59 ) begin
+    if (\$57 ) begin
       if (items__payload[12]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
@@ -4010,7 +4016,7 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
       end
     end
     if (issue) begin
-      if (\$95 ) begin
+      if (\$94 ) begin
         if (step_last) begin
           (* full_case = 32'd1 *)
           casez (rbank)
@@ -4029,11 +4035,11 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$115  = bank0_count;
-    if (\$59 ) begin
+    if (\$57 ) begin
       if (items__payload[12]) begin
         casez (wbank)
           1'h0:
-              \$115  = \$64 [3:0];
+              \$115  = \$62 [3:0];
         endcase
       end
     end
@@ -4044,14 +4050,14 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$116  = bank1_count;
-    if (\$59 ) begin
+    if (\$57 ) begin
       if (items__payload[12]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
           1'h0:
               /* empty */;
           1'h1:
-              \$116  = \$64 [3:0];
+              \$116  = \$62 [3:0];
         endcase
       end
     end
@@ -4062,7 +4068,7 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$117  = \$signal$30 ;
-    if (\$59 ) begin
+    if (\$57 ) begin
       if (items__payload[12]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
@@ -4080,7 +4086,7 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$118  = \$signal$60 ;
-    if (\$59 ) begin
+    if (\$57 ) begin
       if (items__payload[12]) begin
         (* full_case = 32'd1 *)
         casez (wbank)
@@ -4098,7 +4104,7 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$119  = next_first;
-    if (\$59 ) begin
+    if (\$57 ) begin
       if (items__payload[12]) begin
         \$119  = items__payload[13];
       end
@@ -4110,9 +4116,9 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$120  = wbank;
-    if (\$59 ) begin
+    if (\$57 ) begin
       if (items__payload[12]) begin
-        \$120  = \$65 ;
+        \$120  = \$63 ;
       end
     end
     if (rst) begin
@@ -4121,14 +4127,14 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$121  = \$68 [31:0];
+    \$121  = \$66 [31:0];
     if (rst) begin
       \$121  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$122  = \$71 [31:0];
+    \$122  = \$69 [31:0];
     if (rst) begin
       \$122  = 32'd0;
     end
@@ -4140,12 +4146,12 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
     if (issue) begin
       \$123 [6:5] = group;
       \$123 [12:7] = base;
-      \$123 [13] = \$91 ;
-      \$123 [14] = \$92 ;
+      \$123 [13] = \$90 ;
+      \$123 [14] = \$91 ;
       \$123 [15] = step_last;
       \$123 [16] = seq_first;
       \$123 [17] = seq_end;
-      \$123 [18] = \$94 ;
+      \$123 [18] = \$93 ;
       \$123 [3:0] = opened;
     end
     if (rst) begin
@@ -4155,13 +4161,13 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$124  = drain;
-    if (\$72 ) begin
-      if (\$73 ) begin
-        \$124  = \$75 [2:0];
+    if (\$70 ) begin
+      if (\$71 ) begin
+        \$124  = \$73 [2:0];
       end
     end
     if (issue) begin
-      if (\$95 ) begin
+      if (\$94 ) begin
         if (step_last) begin
           \$124  = 3'h2;
         end
@@ -4174,14 +4180,14 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$125  = layer0_su_walk_reads;
-    if (\$72 ) begin
-      if (\$73 ) begin
-      end else if (\$74 ) begin
-        \$125  = \$76 [31:0];
+    if (\$70 ) begin
+      if (\$71 ) begin
+      end else if (\$72 ) begin
+        \$125  = \$74 [31:0];
       end
     end
-    if (\$88 ) begin
-      \$125  = \$90 [31:0];
+    if (\$87 ) begin
+      \$125  = \$89 [31:0];
     end
     if (rst) begin
       \$125  = 32'd0;
@@ -4190,14 +4196,14 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$126  = busy;
-    if (\$72 ) begin
-      if (\$73 ) begin
-      end else if (\$74 ) begin
+    if (\$70 ) begin
+      if (\$71 ) begin
+      end else if (\$72 ) begin
         \$126  = 1'h1;
       end
     end
     if (issue) begin
-      if (\$95 ) begin
+      if (\$94 ) begin
         if (step_last) begin
           \$126  = 1'h0;
         end
@@ -4210,10 +4216,10 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$127  = n_items;
-    if (\$72 ) begin
-      if (\$73 ) begin
-      end else if (\$74 ) begin
-        \$127  = \$77 ;
+    if (\$70 ) begin
+      if (\$71 ) begin
+      end else if (\$72 ) begin
+        \$127  = \$75 ;
       end
     end
     if (rst) begin
@@ -4223,15 +4229,15 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$128  = slot;
-    if (\$72 ) begin
-      if (\$73 ) begin
-      end else if (\$74 ) begin
+    if (\$70 ) begin
+      if (\$71 ) begin
+      end else if (\$72 ) begin
         \$128  = 4'h0;
       end
     end
     if (issue) begin
       (* full_case = 32'd1 *)
-      if (\$95 ) begin
+      if (\$94 ) begin
         \$128  = 4'h0;
       end else if (1'h1) begin
         \$128  = \$109 [3:0];
@@ -4244,15 +4250,15 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     \$129  = walk;
-    if (\$72 ) begin
-      if (\$73 ) begin
-      end else if (\$74 ) begin
+    if (\$70 ) begin
+      if (\$71 ) begin
+      end else if (\$72 ) begin
         \$129  = 3'h0;
       end
     end
     if (issue) begin
-      if (\$95 ) begin
-        \$129  = \$96 [2:0];
+      if (\$94 ) begin
+        \$129  = \$95 [2:0];
       end
     end
     if (rst) begin
@@ -4261,63 +4267,68 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$130  = phase;
-    if (\$72 ) begin
-      if (\$73 ) begin
-      end else if (\$74 ) begin
-        \$130  = start_phase;
+    \$130  = walk_row;
+    if (\$70 ) begin
+      if (\$71 ) begin
+      end else if (\$72 ) begin
+        \$130  = \$76 [5:0];
+      end
+    end
+    if (issue) begin
+      if (\$94 ) begin
+        \$130  = \$96 [5:0];
       end
     end
     if (rst) begin
-      \$130  = 3'h0;
+      \$130  = 6'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$131  = phase_row;
-    if (\$72 ) begin
-      if (\$73 ) begin
-      end else if (\$74 ) begin
-        \$131  = start_row;
+    \$131  = phase;
+    if (\$70 ) begin
+      if (\$71 ) begin
+      end else if (\$72 ) begin
+        \$131  = start_phase;
       end
     end
     if (rst) begin
-      \$131  = 6'h00;
+      \$131  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$132  = phase_open;
-    if (\$72 ) begin
-      if (\$73 ) begin
-      end else if (\$74 ) begin
-        \$132  = start_open;
+    \$132  = phase_row;
+    if (\$70 ) begin
+      if (\$71 ) begin
+      end else if (\$72 ) begin
+        \$132  = start_row;
       end
     end
     if (rst) begin
-      \$132  = 5'h00;
+      \$132  = 6'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$133  = full;
-    if (\$72 ) begin
-      if (\$73 ) begin
-      end else if (\$74 ) begin
-        \$133  = \$78 ;
+    \$133  = phase_open;
+    if (\$70 ) begin
+      if (\$71 ) begin
+      end else if (\$72 ) begin
+        \$133  = start_open;
       end
     end
     if (rst) begin
-      \$133  = 1'h0;
+      \$133  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$134  = seq_first;
-    if (\$72 ) begin
-      if (\$73 ) begin
-      end else if (\$74 ) begin
-        \$134  = \$79 ;
+    \$134  = full;
+    if (\$70 ) begin
+      if (\$71 ) begin
+      end else if (\$72 ) begin
+        \$134  = \$77 ;
       end
     end
     if (rst) begin
@@ -4326,11 +4337,11 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$135  = seq_end;
-    if (\$72 ) begin
-      if (\$73 ) begin
-      end else if (\$74 ) begin
-        \$135  = \$80 ;
+    \$135  = seq_first;
+    if (\$70 ) begin
+      if (\$71 ) begin
+      end else if (\$72 ) begin
+        \$135  = \$78 ;
       end
     end
     if (rst) begin
@@ -4339,70 +4350,69 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$136  = n_walk;
-    if (\$72 ) begin
-      if (\$73 ) begin
-      end else if (\$74 ) begin
-        (* full_case = 32'd1 *)
-        if (\$81 ) begin
-          \$136  = 3'h4;
-        end else if (\$82 ) begin
-          \$136  = 3'h1;
-        end else begin
-          \$136  = \port__data$69 [2:0];
-        end
+    \$136  = seq_end;
+    if (\$70 ) begin
+      if (\$71 ) begin
+      end else if (\$72 ) begin
+        \$136  = \$79 ;
       end
     end
     if (rst) begin
-      \$136  = 3'h0;
+      \$136  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$137  = group;
-    if (\$72 ) begin
-      if (\$73 ) begin
-      end else if (\$74 ) begin
+    \$137  = n_walk;
+    if (\$70 ) begin
+      if (\$71 ) begin
+      end else if (\$72 ) begin
         (* full_case = 32'd1 *)
-        if (\$81 ) begin
-          \$137  = 2'h0;
-        end else if (\$82 ) begin
-          \$137  = 2'h3;
+        if (\$80 ) begin
+          \$137  = 3'h4;
+        end else if (\$81 ) begin
+          \$137  = 3'h1;
         end else begin
-          \$137  = \port__data$70 [1:0];
+          \$137  = \port__data$70 [2:0];
+        end
+      end
+    end
+    if (rst) begin
+      \$137  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$138  = group;
+    if (\$70 ) begin
+      if (\$71 ) begin
+      end else if (\$72 ) begin
+        (* full_case = 32'd1 *)
+        if (\$80 ) begin
+          \$138  = 2'h0;
+        end else if (\$81 ) begin
+          \$138  = 2'h3;
+        end else begin
+          \$138  = \port__data$71 [1:0];
         end
       end
     end
     if (issue) begin
-      if (\$95 ) begin
-        \$137  = \$98 [1:0];
+      if (\$94 ) begin
+        \$138  = \$98 [1:0];
       end
     end
     if (rst) begin
-      \$137  = 2'h0;
+      \$138  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$138  = layer0_busy_cycles;
+    \$139  = layer0_busy_cycles;
     (* full_case = 32'd1 *)
-    if (\$72 ) begin
+    if (\$70 ) begin
     end else begin
-      \$138  = \$83 [31:0];
-    end
-    if (rst) begin
-      \$138  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$139  = layer0_stall_cycles;
-    (* full_case = 32'd1 *)
-    if (\$72 ) begin
-    end else begin
-      if (\$84 ) begin
-        \$139  = \$85 [31:0];
-      end
+      \$139  = \$82 [31:0];
     end
     if (rst) begin
       \$139  = 32'd0;
@@ -4410,9 +4420,13 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$140  = layer0_su_open_reads;
-    if (\$88 ) begin
-      \$140  = \$89 [31:0];
+    \$140  = layer0_stall_cycles;
+    (* full_case = 32'd1 *)
+    if (\$70 ) begin
+    end else begin
+      if (\$83 ) begin
+        \$140  = \$84 [31:0];
+      end
     end
     if (rst) begin
       \$140  = 32'd0;
@@ -4420,72 +4434,82 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$141  = rbank;
-    if (issue) begin
-      if (\$95 ) begin
-        if (step_last) begin
-          \$141  = \$99 ;
-        end
-      end
+    \$141  = layer0_su_open_reads;
+    if (\$87 ) begin
+      \$141  = \$88 [31:0];
     end
     if (rst) begin
-      \$141  = 1'h0;
+      \$141  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$142  = next_phase;
+    \$142  = rbank;
     if (issue) begin
-      if (\$95 ) begin
+      if (\$94 ) begin
         if (step_last) begin
-          \$142  = \$101 [2:0];
+          \$142  = \$99 ;
         end
       end
     end
     if (rst) begin
-      \$142  = 3'h0;
+      \$142  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$143  = next_row;
+    \$143  = next_phase;
     if (issue) begin
-      if (\$95 ) begin
+      if (\$94 ) begin
         if (step_last) begin
-          \$143  = \$104 [5:0];
+          \$143  = \$101 [2:0];
         end
       end
     end
     if (rst) begin
-      \$143  = 6'h00;
+      \$143  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$144  = next_open;
+    \$144  = next_row;
     if (issue) begin
-      if (\$95 ) begin
+      if (\$94 ) begin
         if (step_last) begin
-          \$144  = \$107 [4:0];
+          \$144  = \$104 [5:0];
         end
       end
     end
     if (rst) begin
-      \$144  = 5'h00;
+      \$144  = 6'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$145  = layer0_steps;
+    \$145  = next_open;
     if (issue) begin
-      if (\$95 ) begin
+      if (\$94 ) begin
         if (step_last) begin
-          \$145  = \$108 [31:0];
+          \$145  = \$107 [4:0];
         end
       end
     end
     if (rst) begin
-      \$145  = 32'd0;
+      \$145  = 5'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$146  = layer0_steps;
+    if (issue) begin
+      if (\$94 ) begin
+        if (step_last) begin
+          \$146  = \$108 [31:0];
+        end
+      end
+    end
+    if (rst) begin
+      \$146  = 32'd0;
     end
   end
   assign wr__data = \$6 [11:0];
@@ -4496,8 +4520,8 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   assign \port__en$18  = \$15 [3:0];
   assign held = \$18 [0];
   assign \port__addr$37  = start_row;
-  assign \port__addr$38  = \$37 [5:0];
-  assign \port__addr$43  = \$38 [4:0];
+  assign \port__addr$38  = \$35 [5:0];
+  assign \port__addr$42  = \$36 [4:0];
   assign \items__payload.index  = items__payload[3:0];
   assign \items__payload.value  = items__payload[11:4];
   assign \items__payload.step_end  = items__payload[12];
@@ -4530,8 +4554,8 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   assign \meta.empty  = meta[18];
   assign \meta.index  = meta[22:19];
   assign \meta.value  = meta[30:23];
-  assign \slot$49 [30:23] = \$51 ;
-  assign \slot$49 [22:19] = \$50 ;
+  assign \slot$49 [30:23] = \$49 ;
+  assign \slot$49 [22:19] = \$48 ;
   assign \slot$49 [3:0] = meta[3:0];
   assign \slot$49 [18] = meta[18];
   assign \slot$49 [17] = meta[17];
@@ -4542,10 +4566,10 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   assign \slot$49 [12:7] = meta[12:7];
   assign \slot$49 [6:5] = meta[6:5];
   assign \slot$49 [4] = meta[4];
-  assign opened[3] = \$42 ;
-  assign opened[2] = \$41 ;
-  assign opened[1] = \$40 ;
-  assign opened[0] = \$39 ;
+  assign opened[3] = \$40 ;
+  assign opened[2] = \$39 ;
+  assign opened[1] = \$38 ;
+  assign opened[0] = \$37 ;
   assign \port__data$19 [7:6] = config__payload[14:13];
   assign \port__data$19 [5:4] = config__payload[14:13];
   assign \port__data$19 [3:2] = config__payload[14:13];
@@ -4560,13 +4584,13 @@ module \accelerator.layer0.front.issue (items__valid, config__payload, config__v
   assign \$27  = \$25 ;
   assign \$30  = \$29 ;
   assign starting = \$29 ;
-  assign \$47  = \$16 ;
-  assign \$49  = \$48 ;
-  assign \$54  = wr__en;
-  assign \$66  = \$12 [0];
-  assign \$88  = \$87 ;
-  assign \$92  = last_slot;
-  assign \$95  = last_slot;
+  assign \$45  = \$16 ;
+  assign \$47  = \$46 ;
+  assign \$52  = wr__en;
+  assign \$64  = \$12 [0];
+  assign \$87  = \$86 ;
+  assign \$91  = last_slot;
+  assign \$94  = last_slot;
   assign \$101 [3] = 1'h0;
   assign \$101 [2:0] = \$100 [2:0];
 endmodule
