@@ -5,6 +5,7 @@ Every layer's state and gate at every step, every logit and class, and the MAC a
 bundles and for random members of the whole family (cells, eps, 1-3 layers, DCLS, pooling).
 """
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -1009,6 +1010,12 @@ def test_a_schedule_read_combinationally_never_goes_to_block_ram() -> None:
     generic = plan_accelerator(manifest, 1)
     for m in generic.memories:
         assert (m.attrs or {}).get("ram_style") == ("logic" if "_su_" in m.name else None), m.name
+    # and the cost model counts them as synthesis makes them: logic, not block RAM
+    from codesign.hw.cost import count_blocks, get_device
+
+    up5k = get_device("up5k")
+    without = replace(generic, memories=tuple(m for m in generic.memories if "_su_" not in m.name))
+    assert count_blocks(generic, up5k) == count_blocks(without, up5k)
     chip = get_target("up5k")
     assert chip.map_memories({"walk": (40, 3)}, asynchronous={"walk"}) == {"walk": "logic"}
     assert chip.map_memories({"walk": (40, 3)}) == {"walk": "block"}

@@ -135,7 +135,7 @@ def _physical(plan: AcceleratorPlan) -> list[tuple[str, int, int, int, str]]:
         (name, parts[0].depth, sum(p.width for p in parts), 1, parts[0].style)
         for name, parts in merged.items()
     ]
-    out += [(m.name, m.depth, m.width, m.banks, m.style) for m in plan.memories if m.shared is None]
+    out += [(m.name, m.depth, m.width, m.banks, m.rtl_style) for m in plan.memories if m.shared is None]
     return out
 
 
@@ -210,11 +210,12 @@ def _memory_cells(mem: MemoryPlan, target: Target, width: int) -> float:
     """Logic a memory outside block RAM takes by the target's own estimate (0 in block RAM). A
     memory the plan left to the tool (``auto``) is block RAM on an FPGA (``codesign synth --ram
     block``) and flip-flops (a ROM: logic) on an ASIC."""
-    if mem.style in ("block", "huge", "registers"):
+    style = mem.rtl_style
+    if style in ("block", "huge", "registers"):
         return 0.0
-    if mem.style == "auto" and target.name != "asic":
+    if style == "auto" and target.name != "asic":
         return 0.0
-    if mem.style == "distributed":
+    if style == "distributed":
         d, w = target.lut_ram or (16, 4)
         return math.ceil(mem.depth / d) * math.ceil(width / w) * target.lut_ram_cells + width
     if mem.rom:

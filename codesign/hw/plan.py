@@ -151,15 +151,17 @@ class MemoryPlan:
         return self.elements * self.elem_bits
 
     @property
+    def rtl_style(self) -> str:
+        """The style the RTL gives the memory: the plan's, except that an asynchronous memory the
+        plan left to the tool (a build for no chip) is ``logic``, since ``codesign synth --ram
+        block`` sends every memory without a style to block RAM, which cannot read it."""
+        return "logic" if self.asynchronous and self.style == "auto" else self.style
+
+    @property
     def attrs(self) -> dict[str, str] | None:
-        """Attributes of the RTL memory: yosys' ``ram_style`` when the plan decided a mapping. An
-        asynchronous memory the plan left to the tool (a build for no chip) is ``logic``, since
-        ``codesign synth --ram block`` sends every memory without a style to block RAM, which
-        cannot read it."""
-        if self.style == "auto":
-            attrs = {"ram_style": "logic"} if self.asynchronous else {}
-        else:
-            attrs = {"ram_style": self.style}
+        """Attributes of the RTL memory: yosys' ``ram_style`` where the RTL decides a mapping
+        (:attr:`rtl_style`)."""
+        attrs = {} if self.rtl_style == "auto" else {"ram_style": self.rtl_style}
         if self.no_collisions:
             attrs["no_rw_check"] = 1
         return attrs or None
