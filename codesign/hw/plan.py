@@ -364,6 +364,65 @@ class AcceleratorPlan:
         return {name: tuple(sorted(parts, key=lambda p: p.offset)) for name, parts in out.items()}
 
 
+def _dcls_memories(name: str, dc: DCLSPlan, config_id: int) -> dict[str, MemoryPlan]:
+    """The DCLS front end's memories of engine ``name``: its taps (loadable as ``config_id``), the
+    delay line's banks, flags, lists and counts, and its output queue (:mod:`codesign.hw.dcls`)."""
+    mems: dict[str, MemoryPlan] = {}
+    mems["dcls_taps"] = MemoryPlan(
+        f"{name}_dcls_taps",
+        dc.channels,
+        2 * dc.taps,
+        max(dc.weight_bits, dc.delay_bits + 1),
+        "params",
+        config_id,
+    )
+    # one bank per tap (its contribution w x item), read and cleared together when sent; the
+    # "listed" flags with one read port per tap (a copy each on an FPGA): codesign/hw/dcls.py
+    mems["dcls_zbuf"] = MemoryPlan(
+        f"{name}_dcls_zbuf",
+        dc.span << stride_bits(dc.channels),
+        dc.taps,
+        min(dc.z_bits, dc.weight_bits + dc.item_bits),
+        "delay_line",
+        banks=dc.taps,
+    )
+    mems["dcls_listed"] = MemoryPlan(
+        f"{name}_dcls_listed",
+        dc.span << stride_bits(dc.channels),
+        dc.taps,
+        1,
+        "delay_line",
+        banks=dc.taps,
+    )
+    mems["dcls_lists"] = MemoryPlan(
+        f"{name}_dcls_lists",
+        dc.span << stride_bits(dc.channels),
+        1,
+        index_bits(dc.channels),
+        "delay_line",
+    )
+    # a memory: one read port per tap (a copy each in block RAM: the d = 12 DCLS network's
+    # 4 x 4-bit counts took 2 EBRs where the plan had counted one, 31 of the UP5K's 30);
+    # registers up to DCLS_COUNT_REGISTERS slots
+    mems["dcls_counts"] = MemoryPlan(
+        f"{name}_dcls_counts",
+        dc.span,
+        1,
+        (dc.channels).bit_length(),
+        "delay_line",
+        banks=dc.taps,
+        style="registers" if dc.span <= DCLS_COUNT_REGISTERS else "auto",
+    )
+    mems["dcls_queue"] = MemoryPlan(  # its outputs towards the layer (ItemLayout)
+        f"{name}_dcls_outputs",
+        DCLS_QUEUE_DEPTH - 1,
+        1,
+        index_bits(dc.channels) + dc.z_bits + 2,
+        "queue",
+    )
+    return mems
+
+
 def _engine_memories(e: EnginePlan, next_id: list[int]) -> dict[str, MemoryPlan]:
     def loadable() -> int:
         next_id[0] += 1
@@ -381,59 +440,7 @@ def _engine_memories(e: EnginePlan, next_id: list[int]) -> dict[str, MemoryPlan]
             f"{e.name}_params", e.groups, p * len(e.params), max(e.params.values()), "params", loadable()
         )
     if e.dcls is not None:
-        dc = e.dcls
-        mems["dcls_taps"] = MemoryPlan(
-            f"{e.name}_dcls_taps",
-            dc.channels,
-            2 * dc.taps,
-            max(dc.weight_bits, dc.delay_bits + 1),
-            "params",
-            loadable(),
-        )
-        # one bank per tap (its contribution w x item), read and cleared together when sent; the
-        # "listed" flags with one read port per tap (a copy each on an FPGA): codesign/hw/dcls.py
-        mems["dcls_zbuf"] = MemoryPlan(
-            f"{e.name}_dcls_zbuf",
-            dc.span << stride_bits(dc.channels),
-            dc.taps,
-            min(dc.z_bits, dc.weight_bits + dc.item_bits),
-            "delay_line",
-            banks=dc.taps,
-        )
-        mems["dcls_listed"] = MemoryPlan(
-            f"{e.name}_dcls_listed",
-            dc.span << stride_bits(dc.channels),
-            dc.taps,
-            1,
-            "delay_line",
-            banks=dc.taps,
-        )
-        mems["dcls_lists"] = MemoryPlan(
-            f"{e.name}_dcls_lists",
-            dc.span << stride_bits(dc.channels),
-            1,
-            index_bits(dc.channels),
-            "delay_line",
-        )
-        # a memory: one read port per tap (a copy each in block RAM: the d = 12 DCLS network's
-        # 4 x 4-bit counts took 2 EBRs where the plan had counted one, 31 of the UP5K's 30);
-        # registers up to DCLS_COUNT_REGISTERS slots
-        mems["dcls_counts"] = MemoryPlan(
-            f"{e.name}_dcls_counts",
-            dc.span,
-            1,
-            (dc.channels).bit_length(),
-            "delay_line",
-            banks=dc.taps,
-            style="registers" if dc.span <= DCLS_COUNT_REGISTERS else "auto",
-        )
-        mems["dcls_queue"] = MemoryPlan(  # its outputs towards the layer (ItemLayout)
-            f"{e.name}_dcls_outputs",
-            DCLS_QUEUE_DEPTH - 1,
-            1,
-            index_bits(dc.channels) + dc.z_bits + 2,
-            "queue",
-        )
+        mems.update(_dcls_memories(e.name, e.dcls, loadable()))
     if e.stride > 1:  # the input stride's per-channel window sums (codesign/hw/stride.py)
         mems["stride_sums"] = MemoryPlan(
             f"{e.name}_stride_sums", e.inputs, 1, stride_sum_bits(e), "accumulators"
