@@ -34,6 +34,11 @@ def cell(values: list[float]) -> str:
     return f"{100 * np.mean(values):.1f} [{100 * min(values):.1f}; {100 * max(values):.1f}]"
 
 
+def _golden_mean(entry: dict) -> float:
+    """A data set's golden accuracy over the seeds of one results file."""
+    return float(np.mean([run["golden"] for run in entry["ours"]]))
+
+
 def _against_first(columns: list[tuple[str, dict[str, dict]]], label: str, rows: dict[str, dict]) -> str:
     """The column's mean minus the first column's, over the data sets both cover: a column that
     skips the long sets is still compared with the first on what it ran."""
@@ -43,8 +48,7 @@ def _against_first(columns: list[tuple[str, dict[str, dict]]], label: str, rows:
     shared = [n for n in rows if n in first]
     if not shared:
         return "no set in common"
-    mean = lambda r, n: np.mean([x["golden"] for x in r[n]["ours"]])  # noqa: E731
-    delta = 100 * np.mean([mean(rows, n) - mean(first, n) for n in shared])
+    delta = 100 * np.mean([_golden_mean(rows[n]) - _golden_mean(first[n]) for n in shared])
     return f"{delta:+.1f} on {len(shared)}"
 
 
