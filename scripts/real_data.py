@@ -105,9 +105,16 @@ def against_aim(golden: list[float], baseline: list[float], aim: float) -> str:
     return "met" if shortfall <= 1e-9 else f"misses by {shortfall:.1f}"
 
 
+def _layer(layer: dict) -> str:
+    """``CMRU 16``, with its DCLS front end when it has one (``DCLS 4x16 > CMRU 16``)."""
+    dcls = layer.get("dcls")
+    front = f"DCLS {dcls['taps']}x{dcls['span']} > " if dcls else ""
+    return f"{front}{layer['cell'].upper()} {layer['size']}"
+
+
 def describe(recipe) -> str:
     layers = recipe.model.hardware_layers()
-    cells = " + ".join(f"{layer['cell'].upper()} {layer['size']}" for layer in layers)
+    cells = " + ".join(_layer(layer) for layer in layers)
     bits = (
         recipe.quant.layer.weight_bits if recipe.quant.layers is None else recipe.quant.layers[0].weight_bits
     )

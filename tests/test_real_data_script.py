@@ -143,3 +143,18 @@ def test_unseen_sets_downloads_nothing_when_the_files_are_there(tmp_path, monkey
 
     monkeypatch.setattr(unseen.subprocess, "run", no_download)
     unseen.extract(list(unseen.SETS), tmp_path)
+
+
+def test_the_network_column_names_a_dcls_front_end() -> None:
+    """Without it a lone CMRU behind delays read like the plain one."""
+    from codesign.train.recipe import parse_recipe
+
+    layers = [{"cell": "cmru", "size": 16, "eps": 1.0, "dcls": {"taps": 4, "span": 16}}]
+    recipe = parse_recipe(
+        {
+            "name": "r",
+            "task": {"name": "uea", "dataset": "GunPoint"},
+            "model": {"arch": "hardware", "layers": layers},
+        }
+    )
+    assert real_data.describe(recipe) == "DCLS 4x16 > CMRU 16, last pooling, 8-bit weights"

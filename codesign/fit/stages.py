@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -83,10 +84,12 @@ def cv_stage(recipe: dict[str, Any], run_dir: str, device: str | None = None) ->
 
     from codesign.device import use_device
     from codesign.train import train
+    from codesign.train.advice import OrderBlindWarning
     from codesign.train.recipe import parse_recipe
 
     torch.set_num_threads(1)  # one thread per Dask worker: no oversubscription
-    with use_device(device):
+    with use_device(device), warnings.catch_warnings():
+        warnings.simplefilter("ignore", OrderBlindWarning)  # the space's own candidates: their `why` says it
         train(parse_recipe(recipe), Path(run_dir), progress=False)
     return cv_result(run_dir)
 

@@ -36,6 +36,7 @@ from codesign.data.base import IGNORE_INDEX
 from codesign.device import device_override, resolve_device
 from codesign.errors import CodesignError
 from codesign.nn.surnn import update_rate
+from codesign.train.advice import warn_if_order_blind
 from codesign.train.augment import augment_batch
 from codesign.train.models import annealed_eps, build_model, set_eps
 from codesign.train.recipe import Recipe, build_task, parse_recipe
@@ -651,6 +652,7 @@ def train(recipe: Recipe, run_dir: str | Path, *, progress: bool = True) -> Trai
 
 def _train(recipe: Recipe, run_dir: Path, progress: bool) -> TrainResult:
     device = run_device(recipe)  # a device the machine lacks fails before the run directory exists
+    warn_if_order_blind(recipe)
     resuming = _prepare_run_dir(run_dir, recipe)
     threads = thread_count(recipe.train.threads)
     seed_everything(recipe.seed, threads)
