@@ -5,8 +5,8 @@ One CMRU-family layer with ``eps = 1`` (the cumulative update) adds ``sign(c_t) 
 frame ``x_t`` alone. Its state after ``T`` frames is a sum of one function of each frame, so, short
 of saturating, it is the same for every order of the frames: last pooling reads a weighted
 histogram of the frames' values, never a shape. ``models/results/ablation/order.md`` measures it:
-such a network scores the same on shuffled test series as on the real ones, and the minGRU layer in
-front of it (``models/classify_hw.yaml``) is what reads the order. A series recipe with this network
+such a network scores the same on shuffled test series as on the real ones. A minGRU layer in
+front of it (``models/classify_hw.yaml``) or a DCLS front end (delayed frames) reads the order. A series recipe with this network
 (the minimal ``model: {cell: cmru, hidden_size: 16}``) gets :class:`OrderBlindWarning` from
 :func:`warn_if_order_blind` when it trains.
 """
@@ -47,8 +47,10 @@ def order_blind(layers: list[dict[str, Any]], pooling: str) -> str | None:
     return (
         f"one {layer['cell']} layer with eps 1 read at its last step sums one function of each frame: "
         "it gives the same output for any order of the frames, so it cannot tell shapes apart. "
-        "Put a minGRU layer in front of it, as models/classify_hw.yaml does: "
-        "model.layers=[{cell: mingru, size: 16}, {cell: cmru, size: 16, eps: 1.0}]"
+        "Put a minGRU layer in front of it, as models/classify_hw.yaml does "
+        "(model.layers=[{cell: mingru, size: 16}, {cell: cmru, size: 16, eps: 1.0}]), "
+        "or give it delayed frames through a DCLS front end "
+        "(model.layers=[{cell: cmru, size: 16, eps: 1.0, dcls: {taps: 8, span: 64}}])"
     )
 
 
