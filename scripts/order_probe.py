@@ -78,6 +78,8 @@ def main() -> None:
             )
             rows[entry["name"]].append(row)
             print(row, flush=True)
+    if missing := [name for name in wanted if not rows[name]]:
+        raise SystemExit(f"--sets: {', '.join(missing)} in none of the results files")
     command = shlex.join(["python", "scripts/order_probe.py", *sys.argv[1:]])
     text = (
         "# Golden accuracy with the test frames as they are, reversed and shuffled\n\n"

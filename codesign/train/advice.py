@@ -6,9 +6,9 @@ frame ``x_t`` alone. Its state after ``T`` frames is a sum of one function of ea
 of saturating, it is the same for every order of the frames: last pooling reads a weighted
 histogram of the frames' values, never a shape. ``models/results/ablation/order.md`` measures it:
 such a network scores the same on shuffled test series as on the real ones. A minGRU layer in
-front of it (``models/classify_hw.yaml``) or a DCLS front end (delayed frames) reads the order. A series recipe with this network
-(the minimal ``model: {cell: cmru, hidden_size: 16}``) gets :class:`OrderBlindWarning` from
-:func:`warn_if_order_blind` when it trains.
+front of it (``models/classify_hw.yaml``) or a DCLS front end (delayed frames) reads the order.
+A series recipe with this network (the minimal ``model: {cell: cmru, hidden_size: 16}``) gets
+:class:`OrderBlindWarning` from :func:`warn_if_order_blind` when it trains.
 """
 
 from __future__ import annotations
@@ -33,8 +33,9 @@ def order_blind(layers: list[dict[str, Any]], pooling: str) -> str | None:
 
     Only a lone layer read at its last step is blind: a second layer reads the first one's running
     state, and sum pooling adds every step's state (an event at frame ``s`` counts ``T - s + 1``
-    times), both of which depend on the order. A DCLS front end (delayed frames), a selective-update schedule (fixed update
-    times) or an ``eps`` other than 1 (a state that is reset or reflected) each give it the order.
+    times), both of which depend on the order. A DCLS front end (delayed frames), a
+    selective-update schedule (fixed update times) or an ``eps`` other than 1 (a state that is
+    reset or reflected) each give it the order.
     """
     if len(layers) != 1 or pooling != "last":
         return None
