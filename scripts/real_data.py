@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shlex
 import time
 from pathlib import Path
 
@@ -97,6 +98,10 @@ def read_before(path: Path) -> dict[str, str]:
     return golden
 
 
+DEFAULT_OPTIONS = {"work": "runs/real_data", "baselines": "runs/real_data/minirocket.json"}
+"""Where runs and MiniRocket's scores are kept unless ``--work`` and ``--baselines`` say otherwise."""
+
+
 def against_aim(golden: list[float], baseline: list[float], aim: float) -> str:
     """``met`` when the mean golden accuracy is within ``aim`` points of the baseline's mean, else by how much it misses."""
     shortfall = 100 * (np.mean(baseline) - np.mean(golden)) - aim
@@ -158,7 +163,8 @@ def trained(recipes: list, seeds: list[int], work: Path, workers: int):
             yield [f.result() for f in row]
 
 
-def main() -> None:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line (``sys.argv`` when ``argv`` is None)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "entries",
@@ -166,12 +172,12 @@ def main() -> None:
         help="RECIPE.yaml[:dataset=NAME] or RECIPE.yaml:train=PATH,test=PATH (a files task: your own data)",
     )
     parser.add_argument("--seeds", default="0,1,2")
-    parser.add_argument("--work", default="runs/real_data")
+    parser.add_argument("--work", default=DEFAULT_OPTIONS["work"])
     parser.add_argument("--out", default="models/results/real_data.md")
     parser.add_argument("--json", default=None, help="also write the raw numbers here")
     parser.add_argument(
         "--baselines",
-        default="runs/real_data/minirocket.json",
+        default=DEFAULT_OPTIONS["baselines"],
         help="MiniRocket accuracies per data set and seeds, reused when present (a spoken-digit fit takes minutes)",
     )
     parser.add_argument("--no-minirocket", action="store_true", help="only train and score our recipes")
@@ -199,7 +205,11 @@ def main() -> None:
         default=None,
         help="add a column saying whether the golden mean is within this many points of MiniRocket's",
     )
-    args = parser.parse_args()
+    return parser.parse_args(argv)
+
+
+def main() -> None:
+    args = parse_args()
     torch.set_num_threads(1)
     from codesign.train.trainer import make_recipe_task
 
@@ -248,6 +258,25 @@ def _training(raw: dict) -> str:
     return f"{len(runs)} runs trained for {total:,.0f} s in all"
 
 
+def made_by(args) -> str:
+    """The command line that rewrites the table from the same runs: every option that changes which
+    runs train, where they are kept or what the table holds (``--work`` too: a rerun with another
+    one trains every run again)."""
+    defaults = DEFAULT_OPTIONS
+    return (
+        f"OMP_NUM_THREADS=1 NUMBA_NUM_THREADS=1 .venv/bin/python scripts/real_data.py --seeds {args.seeds} "
+        + ("" if args.workers <= 1 else f"--workers {args.workers} ")
+        + "".join(f"--set {shlex.quote(item)} " for item in args.set)
+        + "".join(f"--{key} {getattr(args, key)} " for key in defaults if getattr(args, key) != defaults[key])
+        + ("--no-minirocket " if args.no_minirocket else "")
+        + f"--out {args.out}"
+        + ("" if args.json is None else f" --json {args.json}")
+        + ("" if args.before is None else f" --before {args.before}")
+        + ("" if args.aim is None else f" --aim {args.aim:g}")
+        + f" {' '.join(args.entries)}"
+    )
+
+
 def write_table(args, rows: list[str], raw: dict, seconds: float, *, done: int) -> None:
     """The markdown table (and ``--json``) of the rows so far, written atomically."""
     from codesign.atomic import write_text
@@ -275,13 +304,7 @@ def write_table(args, rows: list[str], raw: dict, seconds: float, *, done: int) 
             else []
         ),
         f"Made by (one thread per run, {args.workers} at once; {_training(raw)}, this call {seconds:.0f} s): "
-        f"`OMP_NUM_THREADS=1 NUMBA_NUM_THREADS=1 .venv/bin/python scripts/real_data.py --seeds {args.seeds} "
-        + ("" if args.workers <= 1 else f"--workers {args.workers} ")
-        + "".join(f"--set {item} " for item in args.set)
-        + f"--out {args.out}"
-        + ("" if args.before is None else f" --before {args.before}")
-        + ("" if args.aim is None else f" --aim {args.aim:g}")
-        + f" {' '.join(args.entries)}`",
+        f"`{made_by(args)}`",
         "",
     ]
     write_text(Path(args.out), "\n".join(lines))

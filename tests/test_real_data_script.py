@@ -158,3 +158,13 @@ def test_the_network_column_names_a_dcls_front_end() -> None:
         }
     )
     assert real_data.describe(recipe) == "DCLS 4x16 > CMRU 16, last pooling, 8-bit weights"
+
+
+def test_the_made_by_line_repeats_where_the_runs_are_kept() -> None:
+    """A table made from runs in another --work must say so: its command otherwise trains them all again."""
+    argv = ["--seeds", "0,1", "--work", "runs/w", "--json", "o.json", "--set", "model.layers=[{cell: cmru}]"]
+    args = real_data.parse_args([*argv, "--out", "t.md", "models/classify_hw.yaml:dataset=GunPoint"])
+    line = real_data.made_by(args)
+    assert "--work runs/w " in line and "--json o.json " in line and "--baselines" not in line
+    assert "--set 'model.layers=[{cell: cmru}]' " in line
+    assert "--work" not in real_data.made_by(real_data.parse_args(["e.yaml"]))

@@ -1,11 +1,18 @@
 """Series tasks (uea, files) get the small-data defaults where a recipe is silent, and only there."""
 
+import warnings
 from pathlib import Path
 
+import pytest
+import yaml
+
+from codesign.train.advice import OrderBlindWarning, warn_if_order_blind
 from codesign.train.defaults import SERIES_DEFAULTS
+from codesign.train.order import ORDER_FRONT_END
 from codesign.train.recipe import parse_recipe
 from codesign.train.trainer import holds_recipe, recipe_text
 
+TINY = Path(__file__).parent / "data" / "files"
 MINIMAL = {
     "name": "minimal",
     "task": {"name": "uea", "dataset": "GunPoint"},
@@ -20,7 +27,7 @@ def test_a_minimal_series_recipe_gets_the_series_defaults() -> None:
     assert recipe.train.selection == "average" and recipe.train.qat_bits == 8
     assert recipe.train.augment.active and recipe.train.label_smoothing == expected["label_smoothing"]
     assert recipe.task.options()["val_fraction"] == 0.0 and recipe.quant.input.frac == 5
-    assert recipe.model.cell == "cmru" and recipe.model.hidden_size == 16 and recipe.model.layers is None
+    assert recipe.model.cell == "cmru" and recipe.model.hidden_size == 16
 
 
 def test_what_a_recipe_writes_wins_null_and_false_included() -> None:
@@ -52,3 +59,86 @@ def test_a_stored_run_recipe_means_what_it_meant(tmp_path: Path) -> None:
     stored.write_text(recipe_text(recipe))
     assert holds_recipe(stored, recipe)
     assert parse_recipe(dict(MINIMAL, train={"selection": "smoothed", "lr": 1e-3})) == recipe
+
+
+FRONTED = [{"cell": "cmru", "size": 16, "eps": 1.0, "dcls": ORDER_FRONT_END}]
+
+
+def _model(**model) -> dict:
+    return dict(MINIMAL, model={"arch": "hardware", "cell": "cmru", "hidden_size": 16, **model})
+
+
+def test_a_lone_order_blind_layer_gets_the_dcls_front_end_written_out() -> None:
+    recipe = parse_recipe(MINIMAL)
+    assert recipe.model.layers == FRONTED and recipe.model.cell_options == {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", OrderBlindWarning)
+        warn_if_order_blind(recipe)  # the network it trains reads the order
+    files = parse_recipe(
+        dict(
+            MINIMAL,
+            task={"name": "files", "train": str(TINY / "tiny_TRAIN.ts"), "test": str(TINY / "tiny_TEST.ts")},
+        )
+    )
+    assert files.model.layers == FRONTED
+    alpha = parse_recipe(_model(cell="alphacmru", alpha_surr=2.0, cell_options={"learn_alpha": True}))
+    assert alpha.model.layers == [
+        {"cell": "alphacmru", "size": 16, "eps": 1.0, "alpha_surr": 2.0, "learn_alpha": True}
+        | {"dcls": ORDER_FRONT_END}
+    ]
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        _model(cell_options={"dcls": None}),  # the opt-out
+        _model(layers=[{"cell": "cmru", "size": 16, "eps": 1.0}]),  # layers written out
+        _model(pooling="sum"),
+        _model(eps=0.0),
+        _model(cell="mingru"),
+        _model(arch="backbone"),
+        dict(_model(), train={"eps_schedule": "anneal"}),  # deployed at eps 0
+        dict(_model(), task={"name": "copy_first"}),  # a synthetic task may want a count
+    ],
+)
+def test_no_front_end_where_the_recipe_says_otherwise_or_the_network_reads_the_order(data: dict) -> None:
+    model = parse_recipe(data).model
+    assert all(layer.get("dcls") is None for layer in model.hardware_layers())
+
+
+def test_the_opt_out_trains_the_lone_layer_and_is_told() -> None:
+    alone = parse_recipe(_model(cell_options={"dcls": None}))
+    assert alone.model.hardware_layers()[0]["dcls"] is None
+    with pytest.warns(OrderBlindWarning):
+        warn_if_order_blind(alone)
+
+
+def test_a_stored_run_keeps_the_network_it_trained(tmp_path: Path) -> None:
+    """A run stored before the front end was a default (``layers: null``) parses to the lone layer,
+    and a run of the minimal recipe now stores the front end it trained with."""
+    stored = parse_recipe(_model(cell_options={"dcls": None})).model_dump(mode="json")
+    stored["model"]["cell_options"] = {}  # what such a run stored: every key, layers null
+    assert stored["model"]["layers"] is None
+    assert parse_recipe(stored).model.hardware_layers()[0].get("dcls") is None
+    recipe = parse_recipe(MINIMAL)
+    path = tmp_path / "recipe.yaml"
+    path.write_text(recipe_text(recipe))
+    assert holds_recipe(path, recipe) and parse_recipe(yaml.safe_load(path.read_text())) == recipe
+
+
+@pytest.mark.parametrize("options", [{}, {"dcls": None}])
+def test_the_minimal_recipe_deploys_bit_exact_with_and_without_the_front_end(options, tmp_path) -> None:
+    from codesign.quant.export import export_run
+    from codesign.train import train
+
+    data = _model(cell_options=options) if options else dict(MINIMAL)
+    data["task"] = {"name": "files", "train": str(TINY / "tiny_TRAIN.ts"), "test": str(TINY / "tiny_TEST.ts")}
+    data["train"] = {"iterations": 20, "eval_every": 10, "threads": 1}
+    run = tmp_path / "run"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", OrderBlindWarning)  # the opt-out is told: tested above
+        train(parse_recipe(data), run, progress=False)
+    bundle, report = export_run(run, tmp_path / "bundle")
+    assert report["torch_vs_golden_mismatches"] == 0
+    front = bundle.manifest.layers[0].dcls
+    assert (front is not None) == (not options)

@@ -76,12 +76,14 @@ def test_networks_that_read_the_order_are_not_flagged(layers: list[dict], poolin
     assert order_blind(layers, pooling) is None
 
 
-def test_the_minimal_series_recipe_warns_and_the_default_does_not() -> None:
+def test_a_lone_layer_kept_alone_warns_and_the_defaults_do_not() -> None:
+    alone = dict(MINIMAL, model={**MINIMAL["model"], "cell_options": {"dcls": None}})
     with pytest.warns(OrderBlindWarning, match="Put a minGRU layer in front"):
-        warn_if_order_blind(parse_recipe(MINIMAL))
+        warn_if_order_blind(parse_recipe(alone))
     stack = dict(MINIMAL, model={"arch": "hardware", "layers": DEFAULT_LAYERS})
     synthetic = dict(MINIMAL, task={"name": "copy_first"})  # a synthetic task may want a count
     with warnings.catch_warnings():
         warnings.simplefilter("error", OrderBlindWarning)
+        warn_if_order_blind(parse_recipe(MINIMAL))  # the series defaults give it a DCLS front end
         warn_if_order_blind(parse_recipe(stack))
         warn_if_order_blind(parse_recipe(synthetic))

@@ -9,14 +9,26 @@ that names only its data and a cell (``model: {cell: cmru, hidden_size: 16}``) t
 tuned recipes do. A key the recipe writes always wins, ``null`` included (``train: {qat_bits:
 null}`` trains in float). A run directory stores its recipe with every key written out, so a
 change of these defaults never changes what an existing run means.
+
+One default is about the network rather than its training. A recipe that names a lone CMRU-family
+layer with ``eps`` 1 read at its last step (the minimal recipe) would train a network that cannot
+read the order of its frames (:mod:`codesign.train.order`); where it writes neither
+``model.layers`` nor ``model.cell_options.dcls``, the layer gets the DCLS front end
+:data:`codesign.train.order.ORDER_FRONT_END` and the recipe is written out as that one-layer
+``model.layers``, so the run's stored recipe says what trained. ``cell_options: {dcls: null}``
+keeps the layer alone.
 """
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["SERIES_DEFAULTS", "SERIES_TASKS", "with_task_defaults"]
+from codesign.bundle.cells import CELLS
+from codesign.train.order import ORDER_FRONT_END, order_blind
+
+__all__ = ["SERIES_DEFAULTS", "SERIES_TASKS", "with_order_front_end", "with_task_defaults"]
 
 SERIES_TASKS = frozenset({"uea", "files"})
 """Tasks whose data are labelled series brought as files (or shipped by aeon)."""
@@ -53,8 +65,9 @@ def _under(defaults: dict, data: dict) -> dict:
     return out
 
 
-def with_task_defaults(data: dict) -> dict:
-    """Recipe ``data`` with the series defaults under it when its task is a series task."""
+def with_task_defaults(data: dict, model_defaults: Mapping[str, Any]) -> dict:
+    """Recipe ``data`` with the series defaults under it when its task is a series task;
+    ``model_defaults`` are the schema's defaults of the ``model`` keys (``ModelSpec``'s)."""
     task = data.get("task")
     if not isinstance(task, dict) or task.get("name") not in SERIES_TASKS:
         return data
@@ -65,4 +78,39 @@ def with_task_defaults(data: dict) -> dict:
     train = data.get("train") if isinstance(data.get("train"), dict) else {}
     if train.get("selection", "average") != "average":
         del defaults["task"]["val_fraction"]  # a selection that reads validation keeps its carve-out
-    return _under(defaults, data)
+    data = _under(defaults, data)
+    model = data.get("model", {})
+    if isinstance(model, dict):
+        train = data["train"] if isinstance(data.get("train"), dict) else {}
+        data["model"] = with_order_front_end(model, train, model_defaults)
+    return data
+
+
+def with_order_front_end(model: dict, train: dict, model_defaults: Mapping[str, Any]) -> dict:
+    """``model`` with :data:`ORDER_FRONT_END` in front of its layer when it names one order-blind
+    layer (``cell``, no ``layers``, no ``cell_options.dcls``), written out as ``model.layers``;
+    any other model unchanged. A stored run's recipe always holds ``layers``, so it never gets a
+    front end its run did not train with."""
+
+    def written(key: str) -> Any:
+        return model.get(key, model_defaults[key])
+
+    options = written("cell_options")
+    if "layers" in model or not isinstance(options, dict) or "dcls" in options:
+        return model
+    if written("arch") != "hardware" or train.get("eps_schedule") == "anneal":
+        return model  # annealed to eps 0, the last event sets the state: it reads the order
+    cell = written("cell")
+    kind = CELLS.get(cell)
+    if kind is None:
+        return model  # the schema names the unknown cell
+    layer: dict[str, Any] = {"cell": cell, "size": written("hidden_size")}
+    if kind.has_eps:
+        layer["eps"] = written("eps")
+    extra = ("alpha_surr",) if cell == "alphacmru" else ("alpha_surr", "alpha_init")
+    layer |= {key: model[key] for key in extra if key in model} | options
+    if order_blind([layer], written("pooling")) is None:
+        return model
+    out = {key: value for key, value in model.items() if key != "cell_options"}
+    out["layers"] = [layer | {"dcls": dict(ORDER_FRONT_END)}]
+    return out

@@ -432,13 +432,20 @@ def resolve_task_paths(data: dict, base: Path) -> dict:
     return {**data, "task": task}
 
 
+def model_defaults() -> dict[str, Any]:
+    """The schema's default of every ``model`` key (what a recipe that does not write it gets)."""
+    return {
+        key: field.get_default(call_default_factory=True) for key, field in ModelSpec.model_fields.items()
+    }
+
+
 def parse_recipe(data: object, path: Path | None = None) -> Recipe:
     if not isinstance(data, dict):
         raise CodesignError(
             "a recipe must be a YAML mapping with keys name, task, model, train, quant", path=path
         )
     data = resolve_task_paths(data, path.parent if path is not None else Path.cwd())
-    data = with_task_defaults(data)
+    data = with_task_defaults(data, model_defaults())
     try:
         return Recipe.model_validate(data)
     except ValidationError as err:
