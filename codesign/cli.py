@@ -145,8 +145,13 @@ def train(
     from codesign.train import train as run_training
     from codesign.train.recipe import load_recipe
 
+    parsed = load_recipe(recipe, option)
+    if parsed.model.arch == "hardware":
+        from codesign.train.advice import describe_network
+
+        console.print(f"network: {describe_network(parsed)}", soft_wrap=True)
     with use_device(device):
-        result = run_training(load_recipe(recipe, option), out, progress=not quiet)
+        result = run_training(parsed, out, progress=not quiet)
     rate = "" if result.update_rate is None else f", update rate p {result.update_rate:.4f}"
     console.print(
         f"trained {result.iterations} iterations ({result.stopped}) on {result.device} in {result.wall_s:.1f} s: "

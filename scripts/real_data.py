@@ -110,20 +110,11 @@ def against_aim(golden: list[float], baseline: list[float], aim: float) -> str:
     return "met" if shortfall <= 1e-9 else f"misses by {shortfall:.1f}"
 
 
-def _layer(layer: dict) -> str:
-    """``CMRU 16``, with its DCLS front end when it has one (``DCLS 4x16 > CMRU 16``)."""
-    dcls = layer.get("dcls")
-    front = f"DCLS {dcls['taps']}x{dcls['span']} > " if dcls else ""
-    return f"{front}{layer['cell'].upper()} {layer['size']}"
-
-
 def describe(recipe) -> str:
-    layers = recipe.model.hardware_layers()
-    cells = " + ".join(_layer(layer) for layer in layers)
-    bits = (
-        recipe.quant.layer.weight_bits if recipe.quant.layers is None else recipe.quant.layers[0].weight_bits
-    )
-    return f"{cells}, {recipe.model.pooling} pooling, {bits}-bit weights"
+    """The network column: :func:`codesign.train.advice.describe_network`."""
+    from codesign.train.advice import describe_network
+
+    return describe_network(recipe)
 
 
 def entry_recipe(entry: str, settings: list[str] | None = None):

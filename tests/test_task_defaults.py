@@ -142,3 +142,18 @@ def test_the_minimal_recipe_deploys_bit_exact_with_and_without_the_front_end(opt
     assert report["torch_vs_golden_mismatches"] == 0
     front = bundle.manifest.layers[0].dcls
     assert (front is not None) == (not options)
+
+
+def test_codesign_train_says_which_network_it_trains(tmp_path) -> None:
+    """The front end is a default the recipe does not write: the command names it before training."""
+    from typer.testing import CliRunner
+
+    from codesign.cli import app
+
+    recipe = tmp_path / "mine.yaml"
+    files = {"train": str(TINY / "tiny_TRAIN.ts"), "test": str(TINY / "tiny_TEST.ts")}
+    data = dict(MINIMAL, task={"name": "files", **files}, train={"iterations": 10, "eval_every": 10})
+    recipe.write_text(yaml.safe_dump(data))
+    result = CliRunner().invoke(app, ["train", str(recipe), "--out", str(tmp_path / "run"), "--quiet"])
+    assert result.exit_code == 0, result.output
+    assert "network: DCLS 8x64 > CMRU 16, last pooling, 8-bit weights" in result.output

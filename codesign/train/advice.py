@@ -15,7 +15,7 @@ from codesign.train.defaults import SERIES_TASKS
 from codesign.train.order import order_blind
 from codesign.train.recipe import Recipe
 
-__all__ = ["OrderBlindWarning", "order_blind", "warn_if_order_blind"]
+__all__ = ["OrderBlindWarning", "describe_network", "order_blind", "warn_if_order_blind"]
 
 
 class OrderBlindWarning(UserWarning):
@@ -35,3 +35,20 @@ def warn_if_order_blind(recipe: Recipe) -> None:
     reason = order_blind(recipe.model.hardware_layers(), recipe.model.pooling)
     if reason is not None:
         warnings.warn(f"recipe {recipe.name!r}: {reason}", OrderBlindWarning, stacklevel=2)
+
+
+def _layer_label(layer: dict) -> str:
+    """``CMRU 16``, with its DCLS front end when it has one (``DCLS 8x64 > CMRU 16``)."""
+    dcls = layer.get("dcls")
+    front = f"DCLS {dcls['taps']}x{dcls['span']} > " if dcls else ""
+    return f"{front}{layer['cell'].upper()} {layer['size']}"
+
+
+def describe_network(recipe: Recipe) -> str:
+    """The hardware network a recipe trains, in one line (``DCLS 8x64 > CMRU 16, last pooling,
+    8-bit weights``): what a user reads before training, since the series defaults can add a
+    front end the recipe does not write."""
+    layers = " + ".join(_layer_label(layer) for layer in recipe.model.hardware_layers())
+    quant = recipe.quant
+    bits = quant.layer.weight_bits if quant.layers is None else quant.layers[0].weight_bits
+    return f"{layers}, {recipe.model.pooling} pooling, {bits}-bit weights"
