@@ -142,6 +142,8 @@ def test_the_minimal_recipe_deploys_bit_exact_with_and_without_the_front_end(opt
     assert report["torch_vs_golden_mismatches"] == 0
     front = bundle.manifest.layers[0].dcls
     assert (front is not None) == (not options)
+    if front is not None:  # span auto: the tiny series are 19 frames long, so delays under 16
+        assert front.span == 16 and front.taps == ORDER_FRONT_END["taps"]
 
 
 def test_codesign_train_says_which_network_it_trains(tmp_path) -> None:
@@ -156,4 +158,45 @@ def test_codesign_train_says_which_network_it_trains(tmp_path) -> None:
     recipe.write_text(yaml.safe_dump(data))
     result = CliRunner().invoke(app, ["train", str(recipe), "--out", str(tmp_path / "run"), "--quiet"])
     assert result.exit_code == 0, result.output
-    assert "network: DCLS 8x64 > CMRU 16, last pooling, 8-bit weights" in result.output
+    assert "network: DCLS 8xauto > CMRU 16, last pooling, 8-bit weights" in result.output
+
+
+@pytest.mark.parametrize(
+    ("steps", "span"), [(None, 64), (1, 2), (2, 2), (24, 16), (29, 16), (64, 64), (100, 64), (1460, 64)]
+)
+def test_span_auto_keeps_the_delays_inside_the_series(steps, span) -> None:
+    from codesign.nn.dcls import auto_span
+
+    assert auto_span(steps) == span
+
+
+def test_span_auto_is_resolved_from_the_task_length_and_stride() -> None:
+    """The model (and so the bundle) holds a number; the recipe keeps ``auto``."""
+    from types import SimpleNamespace
+
+    from codesign.train.models import build_model
+
+    task = SimpleNamespace(kind="classification", target="last", input_size=2, output_size=3, length=24)
+    recipe = parse_recipe(MINIMAL)
+    assert recipe.model.layers[0]["dcls"]["span"] == "auto"
+    assert build_model(recipe, task).fronts[0].kernel_length == 16
+    strided = parse_recipe(_model(input_stride=4))  # 24 frames, 4 a step: 6 steps
+    assert build_model(strided, task).fronts[0].kernel_length == 4
+    explicit = parse_recipe(_model(cell_options={"dcls": {"taps": 2, "span": 64}}))
+    assert build_model(explicit, task).fronts[0].kernel_length == 64
+
+
+@pytest.mark.parametrize(
+    ("dcls", "message"),
+    [
+        ({"taps": 8}, "dcls needs taps and span"),
+        ({"taps": 8, "span": "long"}, "dcls.span must be a positive integer or auto"),
+        ({"taps": 0, "span": 16}, "dcls.taps must be a positive integer, got 0"),
+        ("8x64", "dcls needs taps and span"),
+    ],
+)
+def test_a_bad_front_end_is_named_before_training(dcls, message) -> None:
+    from codesign.errors import CodesignError
+
+    with pytest.raises(CodesignError, match=message):
+        parse_recipe(_model(cell_options={"dcls": dcls}))

@@ -23,7 +23,24 @@ from torch import nn
 
 from codesign.nn._checks import Mode, check_mode, check_sequence, check_sizes
 
-__all__ = ["DCLS1d", "param_groups"]
+__all__ = ["AUTO_SPAN_MAX", "DCLS1d", "auto_span", "param_groups"]
+
+AUTO_SPAN_MAX = 64
+"""``span: auto`` gives delays under this many steps, or under the series' length when it is shorter."""
+
+
+def auto_span(steps: int | None) -> int:
+    """The span (longest delay + 1) of ``span: auto`` for series of ``steps`` steps: the largest
+    power of two up to :data:`AUTO_SPAN_MAX` that the series holds (at least 2; the maximum when the
+    length is unknown). A delay longer than the series reads only the zeros before it: on series of
+    24 frames, delays under 16 scored 92.6 % on ItalyPowerDemand where delays under 64 scored 77.3 %
+    (seed 0, ``models/results/ablation/notes.md``)."""
+    if steps is None:
+        return AUTO_SPAN_MAX
+    span = 2
+    while span * 2 <= min(steps, AUTO_SPAN_MAX):
+        span *= 2
+    return span
 
 
 class DCLS1d(nn.Module):

@@ -8,6 +8,7 @@ from codesign.bundle.cells import cells_with_rule
 from codesign.errors import CodesignError
 from codesign.nn.backbone import Backbone
 from codesign.nn.cmru import CMRU
+from codesign.nn.dcls import auto_span
 from codesign.nn.hardware import HardwareStack
 from codesign.nn.registry import CELL_TYPES, build_cell
 
@@ -35,6 +36,18 @@ def cell_kwargs(spec, name: str) -> dict:
     return kwargs
 
 
+def with_spans(layers: list[dict], steps: int | None) -> list[dict]:
+    """``layers`` with every DCLS front end's ``span: auto`` resolved for series of ``steps`` steps
+    (:func:`codesign.nn.dcls.auto_span`): the model, and so the bundle, holds the number."""
+    out = []
+    for layer in layers:
+        dcls = layer.get("dcls")
+        if dcls is not None and dcls.get("span") == "auto":
+            layer = layer | {"dcls": dcls | {"span": auto_span(steps)}}
+        out.append(layer)
+    return out
+
+
 def build_model(recipe, task) -> nn.Module:
     spec = recipe.model
     if spec.arch == "hardware":
@@ -52,10 +65,12 @@ def build_model(recipe, task) -> nn.Module:
         pooling = "last" if per_step else spec.pooling
         if pooling not in ("last", "sum"):
             raise ValueError(f"arch 'hardware' pools with 'last' or 'sum', not {pooling!r}")
+        length = getattr(task, "length", None)
+        steps = None if length is None else -(-length // stride)
         return HardwareStack(
             task.input_size,
             task.output_size,
-            spec.hardware_layers(),
+            with_spans(spec.hardware_layers(), steps),
             pooling=pooling,
             per_step=per_step,
             readout_hidden=spec.readout_hidden,

@@ -19,10 +19,10 @@ from codesign.bundle.cells import CELLS
 
 __all__ = ["ORDER_FRONT_END", "order_blind"]
 
-ORDER_FRONT_END: dict[str, int] = {"taps": 8, "span": 64}
-"""The DCLS front end (8 delayed copies of each input channel, delays under 64 steps) that gives a
-lone CMRU layer the order: within 10 points of the two-layer default on 11 of the 12 aeon sets of
-``models/results/classify_ablation.md``, against 4 of 12 for the layer alone."""
+ORDER_FRONT_END: dict[str, int | str] = {"taps": 8, "span": "auto"}
+"""The DCLS front end that gives a lone CMRU layer the order: 8 delayed copies of each input
+channel, delays under 64 steps or under the series' length when it is shorter
+(:func:`codesign.nn.dcls.auto_span`). ``models/results/classify_minimal.md`` measures it."""
 
 
 def order_blind(layers: list[dict[str, Any]], pooling: str) -> str | None:

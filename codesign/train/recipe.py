@@ -161,6 +161,7 @@ class ModelSpec(_Strict):
                     )
                 if "size" not in layer:
                     raise ValueError(f"hardware layer {layer} needs a size")
+                _check_front_end(layer)
             self._single_layer_keys_unused()
         allowed = ("last", "sum") if self.arch == "hardware" else ("last", "mean", "none")
         if self.pooling not in allowed:
@@ -223,6 +224,23 @@ class ModelSpec(_Strict):
             if self.cell != "alphacmru":
                 layer["alpha_init"] = self.alpha_init
         return [layer | dict(self.cell_options)]
+
+
+def _check_front_end(layer: dict[str, Any]) -> None:
+    """A layer's ``dcls`` is null or ``{taps: N, span: N | auto}``, said before any training."""
+    dcls = layer.get("dcls")
+    if dcls is None:
+        return
+    example = "e.g. dcls: {taps: 8, span: auto}"
+    if not isinstance(dcls, dict) or not {"taps", "span"} <= dcls.keys():
+        raise ValueError(f"hardware layer {layer}: dcls needs taps and span ({example}), got {dcls!r}")
+    for key in ("taps", "span"):
+        value = dcls[key]
+        if key == "span" and value == "auto":
+            continue
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            allowed = "a positive integer" + (" or auto" if key == "span" else "")
+            raise ValueError(f"hardware layer {layer}: dcls.{key} must be {allowed}, got {value!r}")
 
 
 class AugmentSpec(_Strict):
