@@ -49,7 +49,8 @@ def ours(recipe_data: dict, seed: int, work: Path) -> dict:
     torch.set_num_threads(1)
     from codesign.quant.export import bundle_from_model, golden_accuracy
     from codesign.train.recipe import parse_recipe
-    from codesign.train.trainer import load_run, make_recipe_task, train
+    from codesign.errors import CodesignError
+    from codesign.train.trainer import RECIPE_FILE, holds_recipe, load_run, make_recipe_task, train
 
     recipe = parse_recipe(dict(recipe_data, seed=seed))
     options = recipe.task.options()
@@ -57,6 +58,11 @@ def ours(recipe_data: dict, seed: int, work: Path) -> dict:
     run = work / f"{recipe.name}{'_' + dataset if dataset else ''}_s{seed}"
     if not (run / "summary.json").is_file():
         train(recipe, run, progress=False)
+    elif not holds_recipe(run / RECIPE_FILE, recipe):  # a finished run of other settings: never reused
+        raise CodesignError(
+            "holds a finished run of another recipe (other --set values or defaults); use another --work",
+            path=run,
+        )
     recipe, model, summary = load_run(run)
     task = make_recipe_task(recipe)
     x, y = task.split("test", seed)

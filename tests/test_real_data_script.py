@@ -168,3 +168,22 @@ def test_the_made_by_line_repeats_where_the_runs_are_kept() -> None:
     assert "--work runs/w " in line and "--json o.json " in line and "--baselines" not in line
     assert "--set 'model.layers=[{cell: cmru}]' " in line
     assert "--work" not in real_data.made_by(real_data.parse_args(["e.yaml"]))
+
+
+def test_a_finished_run_of_another_recipe_is_never_reused(tmp_path, monkeypatch) -> None:
+    """The table once read a finished run whatever recipe it held: a rerun with other settings in
+    the same --work reported the old runs under the new settings."""
+    from codesign.errors import CodesignError
+    from codesign.train.trainer import recipe_text
+
+    files = Path(__file__).parent / "data" / "files"
+    entry = f"models/classify_files_hw.yaml:train={files / 'tiny_TRAIN.ts'},test={files / 'tiny_TEST.ts'}"
+    _, other = real_data.entry_recipe(entry, ["train.lr=0.5"])
+    _, recipe = real_data.entry_recipe(entry)
+    run = tmp_path / "classify_files_hw_tiny_TRAIN_s0"
+    run.mkdir()
+    (run / "recipe.yaml").write_text(recipe_text(other.model_copy(update={"seed": 0})))
+    (run / "summary.json").write_text("{}")
+    monkeypatch.chdir(Path(__file__).resolve().parents[1])
+    with pytest.raises(CodesignError, match="holds a finished run of another recipe"):
+        real_data.ours(recipe.model_dump(mode="json"), 0, tmp_path)
