@@ -47,9 +47,9 @@ def ours(recipe_data: dict, seed: int, work: Path) -> dict:
 
     Runs in a Dask worker process as well as in this one: one torch thread, imports inside."""
     torch.set_num_threads(1)
+    from codesign.errors import CodesignError
     from codesign.quant.export import bundle_from_model, golden_accuracy
     from codesign.train.recipe import parse_recipe
-    from codesign.errors import CodesignError
     from codesign.train.trainer import RECIPE_FILE, holds_recipe, load_run, make_recipe_task, train
 
     recipe = parse_recipe(dict(recipe_data, seed=seed))
@@ -116,11 +116,12 @@ def against_aim(golden: list[float], baseline: list[float], aim: float) -> str:
     return "met" if shortfall <= 1e-9 else f"misses by {shortfall:.1f}"
 
 
-def describe(recipe) -> str:
-    """The network column: :func:`codesign.train.advice.describe_network`."""
+def describe(recipe, length: int | None = None) -> str:
+    """The network column: :func:`codesign.train.advice.describe_network` (``span: auto`` resolved
+    for series of ``length`` frames)."""
     from codesign.train.advice import describe_network
 
-    return describe_network(recipe)
+    return describe_network(recipe, length)
 
 
 def entry_recipe(entry: str, settings: list[str] | None = None):
@@ -241,7 +242,7 @@ def main() -> None:
             "" if args.aim is None else f" {against_aim(golden, mr, args.aim)} |"
         )
         rows.append(
-            f"| {name} | {results[0]['test_sequences']} | `{path}` | {describe(recipe)} | {fmt(golden)} | "
+            f"| {name} | {results[0]['test_sequences']} | `{path}` | {describe(recipe, getattr(task, 'length', None))} | {fmt(golden)} | "
             f"{fmt([r['float'] for r in results])} | {fmt(mr)} | {gap:+.1f} |{extra}"
         )
         print(rows[-1], flush=True)

@@ -187,3 +187,16 @@ def test_a_finished_run_of_another_recipe_is_never_reused(tmp_path, monkeypatch)
     monkeypatch.chdir(Path(__file__).resolve().parents[1])
     with pytest.raises(CodesignError, match="holds a finished run of another recipe"):
         real_data.ours(recipe.model_dump(mode="json"), 0, tmp_path)
+
+
+def test_the_network_column_gives_the_span_auto_resolves_to() -> None:
+    from codesign.train.recipe import parse_recipe
+
+    layers = [{"cell": "cmru", "size": 16, "eps": 1.0, "dcls": {"taps": 8, "span": "auto"}}]
+    data = {"name": "r", "task": {"name": "uea", "dataset": "GunPoint"}, "model": {"layers": layers}}
+    recipe = parse_recipe(data)
+    assert real_data.describe(recipe, 24).startswith("DCLS 8x16 > CMRU 16, ")
+    assert real_data.describe(recipe, 150).startswith("DCLS 8x64 > CMRU 16, ")
+    assert real_data.describe(recipe).startswith("DCLS 8xauto > CMRU 16, ")
+    strided = parse_recipe(data | {"model": {"layers": layers, "input_stride": 4}})
+    assert real_data.describe(strided, 150).startswith("DCLS 8x32 > CMRU 16, ")  # 38 steps

@@ -44,11 +44,17 @@ def _layer_label(layer: dict) -> str:
     return f"{front}{layer['cell'].upper()} {layer['size']}"
 
 
-def describe_network(recipe: Recipe) -> str:
+def describe_network(recipe: Recipe, length: int | None = None) -> str:
     """The hardware network a recipe trains, in one line (``DCLS 8x64 > CMRU 16, last pooling,
     8-bit weights``): what a user reads before training, since the series defaults can add a
-    front end the recipe does not write."""
-    layers = " + ".join(_layer_label(layer) for layer in recipe.model.hardware_layers())
+    front end the recipe does not write. With the task's series ``length`` a ``span: auto`` is
+    given as the number it resolves to; without, as ``auto``."""
+    from codesign.train.models import with_spans
+
+    layers = recipe.model.hardware_layers()
+    if length is not None:
+        layers = with_spans(layers, -(-length // recipe.model.stride_for(length)))
+    layers = " + ".join(_layer_label(layer) for layer in layers)
     quant = recipe.quant
     bits = quant.layer.weight_bits if quant.layers is None else quant.layers[0].weight_bits
     return f"{layers}, {recipe.model.pooling} pooling, {bits}-bit weights"
