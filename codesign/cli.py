@@ -146,11 +146,11 @@ def train(
     from codesign.train.recipe import load_recipe
 
     parsed = load_recipe(recipe, option)
-    if parsed.model.arch == "hardware":
-        from codesign.train.advice import describe_network
+    with use_device(device):  # a bad --device is refused first, in one line
+        if parsed.model.arch == "hardware":
+            from codesign.train.advice import describe_network
 
-        console.print(f"network: {describe_network(parsed)}", soft_wrap=True)
-    with use_device(device):
+            console.print(f"network: {describe_network(parsed)}", soft_wrap=True)
         result = run_training(parsed, out, progress=not quiet)
     rate = "" if result.update_rate is None else f", update rate p {result.update_rate:.4f}"
     console.print(
