@@ -260,12 +260,15 @@ def made_by(args) -> str:
     """The command line that rewrites the table from the same runs: every option that changes which
     runs train, where they are kept or what the table holds (``--work`` too: a rerun with another
     one trains every run again)."""
-    defaults = DEFAULT_OPTIONS
     return (
         f"OMP_NUM_THREADS=1 NUMBA_NUM_THREADS=1 .venv/bin/python scripts/real_data.py --seeds {args.seeds} "
         + ("" if args.workers <= 1 else f"--workers {args.workers} ")
         + "".join(f"--set {shlex.quote(item)} " for item in args.set)
-        + "".join(f"--{key} {getattr(args, key)} " for key in defaults if getattr(args, key) != defaults[key])
+        + "".join(
+            f"--{key} {getattr(args, key)} "
+            for key, value in DEFAULT_OPTIONS.items()
+            if getattr(args, key) != value
+        )
         + ("--no-minirocket " if args.no_minirocket else "")
         + f"--out {args.out}"
         + ("" if args.json is None else f" --json {args.json}")

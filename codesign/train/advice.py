@@ -53,7 +53,7 @@ def describe_network(recipe: Recipe, length: int | None = None) -> str:
 
     layers = recipe.model.hardware_layers()
     if length is not None:
-        layers = with_spans(layers, -(-length // recipe.model.stride_for(length)))
+        layers = with_spans(layers, length, recipe.model.stride_for(length))
     layers = " + ".join(_layer_label(layer) for layer in layers)
     quant = recipe.quant
     bits = quant.layer.weight_bits if quant.layers is None else quant.layers[0].weight_bits

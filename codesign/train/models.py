@@ -36,9 +36,11 @@ def cell_kwargs(spec, name: str) -> dict:
     return kwargs
 
 
-def with_spans(layers: list[dict], steps: int | None) -> list[dict]:
-    """``layers`` with every DCLS front end's ``span: auto`` resolved for series of ``steps`` steps
-    (:func:`codesign.nn.dcls.auto_span`): the model, and so the bundle, holds the number."""
+def with_spans(layers: list[dict], length: int | None, stride: int) -> list[dict]:
+    """``layers`` with every DCLS front end's ``span: auto`` resolved for series of ``length``
+    frames taken ``stride`` at a step (:func:`codesign.nn.dcls.auto_span`): the model, and so the
+    bundle, holds the number."""
+    steps = None if length is None else -(-length // stride)
     out = []
     for layer in layers:
         dcls = layer.get("dcls")
@@ -65,12 +67,10 @@ def build_model(recipe, task) -> nn.Module:
         pooling = "last" if per_step else spec.pooling
         if pooling not in ("last", "sum"):
             raise ValueError(f"arch 'hardware' pools with 'last' or 'sum', not {pooling!r}")
-        length = getattr(task, "length", None)
-        steps = None if length is None else -(-length // stride)
         return HardwareStack(
             task.input_size,
             task.output_size,
-            with_spans(spec.hardware_layers(), steps),
+            with_spans(spec.hardware_layers(), getattr(task, "length", None), stride),
             pooling=pooling,
             per_step=per_step,
             readout_hidden=spec.readout_hidden,
