@@ -148,9 +148,11 @@ def train(
     parsed = load_recipe(recipe, option)
     with use_device(device):  # a bad --device is refused first, in one line
         if parsed.model.arch == "hardware":
-            from codesign.train.advice import describe_network
+            from codesign.train.advice import describe_inputs, describe_network
 
             console.print(f"network: {describe_network(parsed)}", soft_wrap=True)
+            if (inputs := describe_inputs(parsed)) is not None:
+                console.print(f"inputs: {inputs}", soft_wrap=True)
         result = run_training(parsed, out, progress=not quiet)
     rate = "" if result.update_rate is None else f", update rate p {result.update_rate:.4f}"
     console.print(

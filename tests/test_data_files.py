@@ -217,3 +217,84 @@ def test_train_and_export_a_file_task(tmp_path) -> None:
     result = CliRunner().invoke(app, ["train", str(REPO / "models" / "classify_files_hw.yaml"), "--out",
                                       str(tmp_path / "r2"), "--set", "task.train=nowhere.ts"])  # fmt: skip
     assert result.exit_code == 2 and "nowhere.ts: file not found" in "".join(result.output.split("\n"))
+
+
+# --------------------------------------------------------------------------- scaling
+def spread_series(rng, n: int, length: int) -> list[np.ndarray]:
+    """Series whose levels differ by orders of magnitude (like PLAID's appliance currents)."""
+    return [rng.standard_normal((1, length)) * 10.0 ** rng.integers(-3, 3) + 5.0 for _ in range(n)]
+
+
+def test_series_normalisation_gives_each_series_its_own_scale(tmp_path) -> None:
+    rng = np.random.default_rng(6)
+    train = write_ucr(tmp_path / "tr.tsv", spread_series(rng, 20, 30), ["a", "b"] * 10)
+    test = write_ucr(tmp_path / "te.tsv", spread_series(rng, 6, 30), ["a", "b"] * 3)
+    channel = FileDataset(train=str(train), test=str(test), val_fraction=0.0)
+    series = FileDataset(train=str(train), test=str(test), val_fraction=0.0, normalize="series")
+    auto = FileDataset(train=str(train), test=str(test), val_fraction=0.0, normalize="auto")
+    raw = FileDataset(train=str(train), test=str(test), val_fraction=0.0, normalize=False)
+    assert (channel.normalization, series.normalization, auto.normalization) == (
+        "channel",
+        "series",
+        "series",
+    )
+    x = series.split("test", 0)[0].numpy()[..., 0]
+    np.testing.assert_allclose(x.mean(axis=1), 0.0, atol=1e-5)
+    np.testing.assert_allclose(x.std(axis=1), 1.0, rtol=1e-4)
+    flat = channel.split("test", 0)[0].numpy()[..., 0].std(axis=1)
+    assert np.median(flat) < 0.1  # one scale for all leaves most series flat: why auto picks series
+    raw_x = raw.split("test", 0)[0].numpy()[..., 0]
+    assert raw.normalization == "none" and raw_x.mean() > 4.0
+
+
+def test_auto_keeps_channel_scaling_for_series_of_one_level(tmp_path) -> None:
+    rng = np.random.default_rng(7)
+    train = write_ts(tmp_path / "tr.ts", make_series(rng, 20, 2, (8, 12)), ["a", "b"] * 10)
+    test = write_ts(tmp_path / "te.ts", make_series(rng, 4, 2, (8, 12)), ["a", "b"] * 2)
+    task = FileDataset(train=str(train), test=str(test), val_fraction=0.0, normalize="auto")
+    assert task.normalization == "channel"
+    with pytest.raises(
+        CodesignError, match=r"task files: normalize must be one of channel, series, none, auto"
+    ):
+        FileDataset(train=str(train), test=str(test), normalize="per-series")
+
+
+def test_the_series_defaults_scale_spread_series_on_their_own(tmp_path) -> None:
+    """A recipe that does not write ``normalize`` gets ``series`` written out where one scale per
+    channel would flatten most series, and keeps the channel scaling (no key) elsewhere; what a
+    recipe writes wins."""
+    rng = np.random.default_rng(8)
+    spread = write_ucr(tmp_path / "s.tsv", spread_series(rng, 20, 30), ["a", "b"] * 10)
+    level = write_ucr(tmp_path / "l.tsv", make_series(rng, 20, 1, (30, 31)), ["a", "b"] * 10)
+    recipe = REPO / "models" / "classify_files_hw.yaml"
+    for train, want in ((spread, "series"), (level, None)):
+        loaded = load_recipe(recipe, [f"task.train={train}", f"task.test={train}"])
+        assert loaded.task.options().get("normalize") == want
+    written = load_recipe(recipe, [f"task.train={spread}", f"task.test={spread}", "task.normalize=channel"])
+    assert written.task.options()["normalize"] == "channel"
+    with pytest.raises(CodesignError, match=r"task option 'normalize': got 3, which is none of bool, str"):
+        load_recipe(recipe, [f"task.train={spread}", f"task.test={spread}", "task.normalize=3"])
+
+
+def test_a_stored_recipe_keeps_the_scaling_it_trained_with(tmp_path) -> None:
+    """A run stored before the series defaults chose ``normalize`` holds no such key: it trained
+    with each channel standardised, and reading its recipe back must not pick ``series`` from its
+    data, nor may a new run of the same settings reuse it."""
+    import yaml as _yaml
+
+    from codesign.train.recipe import parse_recipe
+    from codesign.train.trainer import holds_recipe, make_recipe_task, recipe_text
+
+    rng = np.random.default_rng(9)
+    spread = write_ucr(tmp_path / "s.tsv", spread_series(rng, 20, 30), ["a", "b"] * 10)
+    data = {"name": "old", "task": {"name": "files", "train": str(spread), "test": str(spread)}}
+    new = parse_recipe(data)
+    assert new.task.options()["normalize"] == "series"
+    stored = _yaml.safe_load(recipe_text(new))
+    del stored["task"]["normalize"]  # what a run trained before the choice existed stores
+    (tmp_path / "recipe.yaml").write_text(_yaml.safe_dump(stored))
+    old = parse_recipe(stored, tmp_path / "recipe.yaml", stored=True)
+    assert "normalize" not in old.task.options()
+    assert make_recipe_task(old).normalization == "channel"
+    assert make_recipe_task(new).normalization == "series"
+    assert not holds_recipe(tmp_path / "recipe.yaml", new)

@@ -159,6 +159,7 @@ def test_codesign_train_says_which_network_it_trains(tmp_path) -> None:
     result = CliRunner().invoke(app, ["train", str(recipe), "--out", str(tmp_path / "run"), "--quiet"])
     assert result.exit_code == 0, result.output
     assert "network: DCLS 8xauto > CMRU 16, last pooling, 8-bit weights" in result.output
+    assert "inputs: each channel standardised with the training set's mean" in result.output
 
 
 @pytest.mark.parametrize(

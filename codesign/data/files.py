@@ -37,7 +37,7 @@ from typing import Literal
 import numpy as np
 
 from codesign.data._util import FixedSplits, check
-from codesign.data.series import LabelledSplits, build_splits, fold_mask
+from codesign.data.series import LabelledSplits, build_splits, check_normalize, fold_mask
 from codesign.errors import CodesignError
 
 __all__ = ["FORMATS", "FileDataset", "read_labelled_series"]
@@ -236,13 +236,14 @@ class FileDataset(LabelledSplits, FixedSplits):
     val_fraction: float = 0.1
     min_val: int = 20
     split_seed: int | None = None
-    normalize: bool = True
+    normalize: bool | str = True  # one of NORMALIZE_MODES; checked in __post_init__
     padding: Literal["front", "back"] = "front"
     folds: int | None = None
     fold: int | None = None
     fold_seed: int | None = None
 
     def __post_init__(self) -> None:
+        check_normalize(self.normalize, "files")
         check(bool(self.train) and bool(self.test), "files", "needs train: PATH and test: PATH")
         check(
             (self.folds is None) == (self.fold is None),

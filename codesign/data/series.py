@@ -6,8 +6,12 @@ Shared by every task made of files (``uea``: the sets aeon ships; ``files``: a u
   ``split_seed``; the rest is the training set. Its size is ``val_fraction`` of the file but at
   least ``min_val`` series, never more than :data:`MAX_VAL_FRACTION` of the file, and at least one
   series of every class that has two.
-* Inputs ``(batch, time, channels)``: each channel standardised with the training set's mean and
-  standard deviation (``normalize``); missing values (NaN) become 0 after that.
+* Inputs ``(batch, time, channels)``, standardised as ``normalize`` says (:data:`NORMALIZE_MODES`):
+  ``channel`` (or ``true``, the default) scales each channel with the training set's mean and
+  standard deviation; ``series`` scales each series' channel with its own, so recordings whose
+  levels differ by orders of magnitude all reach the input grid; ``none`` (or ``false``) keeps
+  the values; ``auto`` picks ``series`` when the training series' spreads differ that much
+  (:func:`resolve_normalize`) and ``channel`` otherwise. Missing values (NaN) become 0 after that.
 * Unequal lengths are padded to the longest series of both files with zeros (the training mean
   after standardisation) in front (``padding="front"``: every series ends on its real last frame,
   which last pooling reads) or at the back.
@@ -16,15 +20,84 @@ Shared by every task made of files (``uea``: the sets aeon ships; ``files``: a u
 
 from __future__ import annotations
 
+import warnings
 from typing import Literal
 
 import numpy as np
 import torch
 
-__all__ = ["MAX_VAL_FRACTION", "LabelledSplits", "build_splits", "fold_mask", "sort_key"]
+from codesign.errors import CodesignError
+
+__all__ = [
+    "MAX_VAL_FRACTION",
+    "NORMALIZE_MODES",
+    "SERIES_SPREAD_RATIO",
+    "LabelledSplits",
+    "build_splits",
+    "check_normalize",
+    "fold_mask",
+    "resolve_normalize",
+    "sort_key",
+]
 
 MAX_VAL_FRACTION = 0.25
 """The validation carve-out never takes more than this fraction of the training file."""
+
+NORMALIZE_MODES = ("channel", "series", "none", "auto")
+"""What a series task's ``normalize`` may say (``true`` means ``channel``, ``false`` ``none``)."""
+
+SERIES_SPREAD_RATIO = 0.1
+"""``normalize: auto`` scales each series on its own when the median training series' standard
+deviation is under this fraction of its channel's: channel standardisation would then leave
+most series flatter than a tenth of the input range, and on an 8-bit input grid of +-4 (32 steps
+per standard deviation) many of them flat. PLAID's currents (median 0.003) and
+Covid3Month_disc's counts (0.009) are such sets; the UCR shape sets, already standardised per
+series, sit at 1, and BasicMotions' and PigCVP's channels at 0.6."""
+
+
+def check_normalize(value: object, task: str) -> str:
+    """``value`` as one of :data:`NORMALIZE_MODES` (``true``/``false`` accepted), or an error
+    naming the task key and what is allowed."""
+    if value is True or value is False:
+        return "channel" if value else "none"
+    if isinstance(value, str) and value in NORMALIZE_MODES:
+        return value
+    raise CodesignError(
+        f"task {task}: normalize must be one of {', '.join(NORMALIZE_MODES)} (or true/false), got {value!r}"
+    )
+
+
+def resolve_normalize(mode: str, fit: list[np.ndarray]) -> str:
+    """``mode`` with ``auto`` decided from the training series ``fit`` (each ``(channels, time)``):
+    ``series`` when their median standard deviation, per channel, is under
+    :data:`SERIES_SPREAD_RATIO` of the channel's over all of them, else ``channel``."""
+    if mode != "auto":
+        return mode
+    whole = np.nanstd(np.concatenate(fit, axis=1), axis=1)
+    own = np.stack([_own_moments(s)[1][:, 0] for s in fit])  # (series, channels)
+    with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)  # a channel missing from every series
+        ratio = np.nanmedian(own, axis=0) / whole
+    return "series" if bool(np.any(ratio[whole > 0] < SERIES_SPREAD_RATIO)) else "channel"
+
+
+def _own_moments(s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and standard deviation ``(channels, 1)`` of one series over its frames (NaN where a
+    channel has no value)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN channel: NaN, handled by callers
+        return np.nanmean(s, axis=1, keepdims=True), np.nanstd(s, axis=1, keepdims=True)
+
+
+def _scale(s: np.ndarray, mean: np.ndarray, std: np.ndarray, mode: str) -> np.ndarray:
+    """One series ``(channels, time)`` standardised as ``mode`` says."""
+    if mode == "none":
+        return s
+    if mode == "series":
+        mean, std = _own_moments(s)
+        mean = np.where(np.isfinite(mean), mean, 0.0)
+        std = np.where(np.isfinite(std) & (std > 0), std, 1.0)
+    return (s - mean) / std
 
 
 def sort_key(label: str):
@@ -41,11 +114,12 @@ def build_splits(
     val_fraction: float,
     min_val: int,
     split_seed: int | None,
-    normalize: bool,
+    normalize: bool | str,
     padding: Literal["front", "back"],
 ) -> dict:
-    """``{"classes", "sets": {split: (x, lengths, y)}, "channels", "width"}`` from series
-    ``(channels, time)`` and their string labels."""
+    """``{"classes", "sets": {split: (x, lengths, y)}, "channels", "width", "normalize"}`` from
+    series ``(channels, time)`` and their string labels; ``normalize`` in the result is the mode
+    used (``auto`` decided)."""
     tr_x, tr_y = train
     te_x, te_y = test
     classes = sorted(set(tr_y) | set(te_y), key=sort_key)
@@ -58,6 +132,7 @@ def build_splits(
     mean = np.nanmean(cat, axis=1, keepdims=True)
     std = np.nanstd(cat, axis=1, keepdims=True)
     std[~(std > 0)] = 1.0
+    mode = resolve_normalize(check_normalize(normalize, "series"), fit)
     width = max(s.shape[1] for s in tr_x + te_x)
     channels = tr_x[0].shape[0]
 
@@ -65,7 +140,7 @@ def build_splits(
         out = np.zeros((len(series), width, channels), dtype=np.float32)
         lengths = np.array([s.shape[1] for s in series])
         for j, s in enumerate(series):
-            z = (s - mean) / std if normalize else s
+            z = _scale(s, mean, std, mode)
             z = np.nan_to_num(z, nan=0.0).T
             if padding == "front":
                 out[j, width - len(z) :] = z
@@ -81,7 +156,7 @@ def build_splits(
         ),
         "test": (*pack(te_x), torch.from_numpy(yte)),
     }
-    return {"classes": classes, "sets": sets, "channels": channels, "width": width}
+    return {"classes": classes, "sets": sets, "channels": channels, "width": width, "normalize": mode}
 
 
 def _carve_validation(
@@ -144,6 +219,11 @@ class LabelledSplits:
     @property
     def length(self) -> int:
         return int(self._data()["width"])
+
+    @property
+    def normalization(self) -> str:
+        """How the inputs were standardised: ``channel``, ``series`` or ``none`` (``auto`` decided)."""
+        return str(self._data()["normalize"])
 
     def _split_arrays(self, name: str) -> tuple[torch.Tensor, torch.Tensor]:
         x, _, y = self._data()["sets"][name]

@@ -16,8 +16,9 @@ that list. JapaneseVowels (the default) is speech (12 LPC cepstra per frame, 9 s
   ``split_seed: null`` (the default in recipes) means the run's seed
   (:func:`codesign.train.trainer.make_recipe_task` fills it in), so runs with several seeds are
   repeated random splits; the Python default is 0.
-* Inputs ``(batch, time, channels)``: each channel standardised with the training set's mean and
-  standard deviation (``normalize``); missing values (NaN) become 0 after that.
+* Inputs ``(batch, time, channels)``: standardised as ``normalize`` says (each channel with the
+  training set's mean and standard deviation by default; see :mod:`codesign.data.series`);
+  missing values (NaN) become 0 after that.
 * Variable-length sets (JapaneseVowels: 7-29 frames) are padded to the longest series of the
   whole set with zeros (the training mean after standardisation) *in front* (``padding="front"``,
   default): a causal recurrent model reads the padding first and every series ends on its real
@@ -38,7 +39,12 @@ from typing import Literal
 import numpy as np
 
 from codesign.data._util import FixedSplits, check
-from codesign.data.series import MAX_VAL_FRACTION, LabelledSplits, build_splits  # noqa: F401 - re-exported
+from codesign.data.series import (  # noqa: F401 - MAX_VAL_FRACTION re-exported
+    MAX_VAL_FRACTION,
+    LabelledSplits,
+    build_splits,
+    check_normalize,
+)
 from codesign.errors import CodesignError
 
 _CACHE: dict[object, dict] = {}
@@ -86,6 +92,13 @@ def _files(name: str) -> tuple[Path, Path]:
 
 
 @functools.cache  # parsed once per process: every split and seed of a set reads the same files
+def training_series(dataset: str) -> list[np.ndarray]:
+    """The series ``(channels, time)`` of a set's official training file (an unknown name is
+    refused with the list of those aeon ships)."""
+    return list(_read(_files(dataset)[0])[0])
+
+
+@functools.lru_cache(maxsize=4)
 def _read(path: Path) -> tuple[list[np.ndarray], np.ndarray]:
     from aeon.datasets import load_from_ts_file
 
@@ -103,10 +116,11 @@ class UEADataset(LabelledSplits, FixedSplits):
     val_fraction: float = 0.1
     min_val: int = 20
     split_seed: int | None = None
-    normalize: bool = True
+    normalize: bool | str = True  # one of NORMALIZE_MODES; checked in __post_init__
     padding: Literal["front", "back"] = "front"
 
     def __post_init__(self) -> None:
+        check_normalize(self.normalize, "uea")
         check(
             0.0 <= self.val_fraction < 1.0,
             "uea",

@@ -89,7 +89,7 @@ def bundle_stage(
 
     _one_thread()
     t0 = time.monotonic()
-    recipe = parse_recipe(bundle["recipe"])
+    recipe = parse_recipe(bundle["recipe"], stored=True)
     bits, kind = bundle["weight_bits"], bundle["quantization"]
     source = Path(run["run_dir"])
     if kind == "qat":

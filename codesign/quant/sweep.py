@@ -41,7 +41,7 @@ def qat_recipe(run_dir: Path, recipe: Recipe, bits: int, iterations: int, lr: fl
         "warmup": 0.05,
         "max_seconds": None,
     }
-    return parse_recipe(data)
+    return parse_recipe(data, stored=True)  # the run's recipe, as it trained
 
 
 def quantize_run(
@@ -67,12 +67,12 @@ def scratch_recipe(recipe: Recipe, bits: int) -> Recipe:
     data["name"] = f"{recipe.name}_qat{bits}_scratch"
     data["quant"] = with_bits(recipe, bits).model_dump(mode="json")
     data["train"] |= {"qat_bits": bits, "init_from": None}
-    return parse_recipe(data)
+    return parse_recipe(data, stored=True)  # the run's recipe, as it trained
 
 
 def _golden_of_run(run_dir: Path, task, x, y) -> float:
     """Golden accuracy of a (QAT) run exported with its own recipe's formats."""
-    qrecipe = parse_recipe(yaml.safe_load((run_dir / RECIPE_FILE).read_text()))
+    qrecipe = parse_recipe(yaml.safe_load((run_dir / RECIPE_FILE).read_text()), stored=True)
     _, qmodel, _ = load_run(run_dir)
     acc, _ = golden_accuracy(bundle_from_model(qmodel, qrecipe, task), task, x, y)
     return acc

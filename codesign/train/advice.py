@@ -15,7 +15,7 @@ from codesign.train.defaults import SERIES_TASKS
 from codesign.train.order import order_blind
 from codesign.train.recipe import Recipe
 
-__all__ = ["OrderBlindWarning", "describe_network", "order_blind", "warn_if_order_blind"]
+__all__ = ["OrderBlindWarning", "describe_inputs", "describe_network", "order_blind", "warn_if_order_blind"]
 
 
 class OrderBlindWarning(UserWarning):
@@ -58,3 +58,23 @@ def describe_network(recipe: Recipe, length: int | None = None) -> str:
     quant = recipe.quant
     bits = quant.layer.weight_bits if quant.layers is None else quant.layers[0].weight_bits
     return f"{layers}, {recipe.model.pooling} pooling, {bits}-bit weights"
+
+
+INPUT_SCALING = {
+    "channel": "each channel standardised with the training set's mean and standard deviation",
+    "series": "each series standardised on its own (its level is not seen)",
+    "none": "the values as they are in the files",
+    "auto": "standardised per series or per channel, as the training series' spread decides",
+}
+"""What each ``task.normalize`` does to the inputs, in words."""
+
+
+def describe_inputs(recipe: Recipe) -> str | None:
+    """How a series recipe's inputs are scaled before quantization (``None`` for other tasks):
+    the series defaults may choose ``series`` for data whose levels differ by orders of
+    magnitude, and a user should see that the network then never sees a series' level."""
+    if recipe.task.name not in SERIES_TASKS:
+        return None
+    mode = recipe.task.options().get("normalize", True)
+    mode = {True: "channel", False: "none"}.get(mode, mode)
+    return f"{INPUT_SCALING.get(mode, mode)} (task.normalize: {mode})"

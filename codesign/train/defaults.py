@@ -28,7 +28,7 @@ from typing import Any
 from codesign.bundle.cells import CELLS
 from codesign.train.order import ORDER_FRONT_END, order_blind
 
-__all__ = ["SERIES_DEFAULTS", "SERIES_TASKS", "with_order_front_end", "with_task_defaults"]
+__all__ = ["SERIES_DEFAULTS", "SERIES_TASKS", "series_scaled", "with_order_front_end", "with_task_defaults"]
 
 SERIES_TASKS = frozenset({"uea", "files"})
 """Tasks whose data are labelled series brought as files (or shipped by aeon)."""
@@ -65,9 +65,33 @@ def _under(defaults: dict, data: dict) -> dict:
     return out
 
 
-def with_task_defaults(data: dict, model_defaults: Mapping[str, Any]) -> dict:
+def series_scaled(task: Mapping[str, Any]) -> bool:
+    """Whether a series task's training series each need their own scale
+    (:func:`codesign.data.series.resolve_normalize`): their levels differ by orders of magnitude,
+    so one scale per channel would leave most of them flat on the input grid (PLAID's currents,
+    Covid3Month_disc's counts). The series defaults then write ``normalize: series``, so the run's
+    stored recipe says how its inputs were scaled. A file that cannot be read gives ``False``:
+    building the task names what is wrong with it."""
+    from codesign.data.files import read_labelled_series
+    from codesign.data.series import resolve_normalize
+    from codesign.data.uea import UEADataset, training_series
+    from codesign.errors import CodesignError
+
+    try:
+        if task.get("name") == "uea":
+            series = training_series(str(task.get("dataset", UEADataset.dataset)))
+        else:
+            series = read_labelled_series(str(task.get("train", "")))[0]
+        return resolve_normalize("auto", series) == "series"
+    except (CodesignError, OSError, ValueError):
+        return False
+
+
+def with_task_defaults(data: dict, model_defaults: Mapping[str, Any], *, infer_scaling: bool = True) -> dict:
     """Recipe ``data`` with the series defaults under it when its task is a series task;
-    ``model_defaults`` are the schema's defaults of the ``model`` keys (``ModelSpec``'s)."""
+    ``model_defaults`` are the schema's defaults of the ``model`` keys (``ModelSpec``'s).
+    ``infer_scaling``: write ``task.normalize: series`` where the training series need it
+    (:func:`series_scaled`); off for a run's stored recipe, which says how it trained."""
     task = data.get("task")
     if not isinstance(task, dict) or task.get("name") not in SERIES_TASKS:
         return data
@@ -78,6 +102,8 @@ def with_task_defaults(data: dict, model_defaults: Mapping[str, Any]) -> dict:
     train = data.get("train") if isinstance(data.get("train"), dict) else {}
     if train.get("selection", "average") != "average":
         del defaults["task"]["val_fraction"]  # a selection that reads validation keeps its carve-out
+    if infer_scaling and "normalize" not in task and series_scaled(task):
+        defaults["task"]["normalize"] = "series"
     data = _under(defaults, data)
     model = data.get("model", {})
     if isinstance(model, dict):

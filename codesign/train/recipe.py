@@ -87,7 +87,15 @@ def build_task(name: str, options: dict[str, Any]):
     try:
         return TypeAdapter(cls).validate_python(options)
     except ValidationError as err:
-        e = err.errors()[0]
+        errors = err.errors()
+        e = errors[0]
+        if len(errors) > 1 and len({x["loc"][0] for x in errors}) == 1 and len(e["loc"]) > 1:
+            # an option of several types (``normalize: bool | str``): pydantic reports each type's
+            # refusal; the user needs the option and the types it takes
+            kinds = ", ".join(str(x["loc"][1]) for x in errors)
+            raise CodesignError(
+                f"task option {e['loc'][0]!r}: got {e.get('input')!r}, which is none of {kinds}"
+            ) from None
         where = ".".join(str(p) for p in e["loc"])
         raise CodesignError(f"task option {where!r}: {e['msg']} (got {e.get('input')!r})") from None
 
@@ -457,13 +465,18 @@ def model_defaults() -> dict[str, Any]:
     }
 
 
-def parse_recipe(data: object, path: Path | None = None) -> Recipe:
+def parse_recipe(data: object, path: Path | None = None, *, stored: bool = False) -> Recipe:
+    """A recipe from its YAML data, with the series defaults under it.
+
+    ``stored``: ``data`` is the recipe a run directory or bundle stores, written out when it
+    trained. No default that reads the data is applied to it (a run stored without
+    ``task.normalize`` trained with each channel standardised, whatever its data would now pick)."""
     if not isinstance(data, dict):
         raise CodesignError(
             "a recipe must be a YAML mapping with keys name, task, model, train, quant", path=path
         )
     data = resolve_task_paths(data, path.parent if path is not None else Path.cwd())
-    data = with_task_defaults(data, model_defaults())
+    data = with_task_defaults(data, model_defaults(), infer_scaling=not stored)
     try:
         return Recipe.model_validate(data)
     except ValidationError as err:

@@ -218,7 +218,9 @@ def load_run(run_dir: str | Path, device: str | torch.device = "cpu") -> tuple[R
         raise CodesignError(
             f"not a run directory (no {RECIPE_FILE}); create one with `codesign train`", path=run_dir
         )
-    recipe = parse_recipe(yaml.safe_load((run_dir / RECIPE_FILE).read_text()), run_dir / RECIPE_FILE)
+    recipe = parse_recipe(
+        yaml.safe_load((run_dir / RECIPE_FILE).read_text()), run_dir / RECIPE_FILE, stored=True
+    )
     if not (run_dir / BEST).is_file():
         raise CodesignError(f"run has no {BEST} yet (training did not reach an evaluation)", path=run_dir)
     model = build_model(recipe, make_recipe_task(recipe))
@@ -261,7 +263,7 @@ def holds_recipe(path: Path, recipe: Recipe) -> bool:
     if text == recipe_text(recipe):
         return True
     try:
-        stored = parse_recipe(yaml.safe_load(text), path)
+        stored = parse_recipe(yaml.safe_load(text), path, stored=True)
     except CodesignError:
         return False
     # where a run trains is not what it is: a run continues on any device
