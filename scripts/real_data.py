@@ -118,10 +118,17 @@ def against_aim(golden: list[float], baseline: list[float], aim: float) -> str:
 
 def describe(recipe, length: int | None = None) -> str:
     """The network column: :func:`codesign.train.advice.describe_network` (``span: auto`` resolved
-    for series of ``length`` frames)."""
+    for series of ``length`` frames), and the input scaling where it is not one per channel (a
+    row whose series are each scaled on its own sees other inputs than its neighbours)."""
     from codesign.train.advice import describe_network
 
-    return describe_network(recipe, length)
+    mode = recipe.task.options().get("normalize", True)
+    scaling = {
+        "series": "; each series scaled on its own",
+        "none": "; unscaled inputs",
+        False: "; unscaled inputs",
+    }
+    return describe_network(recipe, length) + scaling.get(mode, "")
 
 
 def entry_recipe(entry: str, settings: list[str] | None = None):

@@ -162,6 +162,29 @@ def test_auto_stride_keeps_at_least_64_steps():
     assert [auto_stride(n) for n in (19, 64, 127, 128, 150, 500, 10_000)] == [1, 1, 1, 2, 2, 4, 16]
 
 
+def test_the_stride_keeps_high_frequency_series_at_full_rate():
+    """A 16-frame mean took ACSF1 (1,460 frames whose classes are in frame-to-frame changes) from
+    70 % to 37 %: the fit's stride stops where the window means lose most of the variance."""
+    import numpy as np
+
+    from codesign.data.series import variance_kept
+
+    rng = np.random.default_rng(0)
+    noise = [rng.standard_normal((1, 1460)) for _ in range(8)]
+    smooth = [np.sin(np.linspace(0, 6, 2000) + p)[None] for p in rng.uniform(0, 3, 8)]
+    kept_noise, kept_smooth = variance_kept(noise), variance_kept(smooth)
+    assert all(abs(kept_noise[s] - 1 / s) < 0.05 for s in (2, 4, 8, 16))
+    assert all(v > 0.95 for v in kept_smooth.values())
+    assert auto_stride(1460, kept_noise) == 1 and auto_stride(2000, kept_smooth) == 16
+    assert auto_stride(2000, {2: 0.9, 4: 0.6, 8: 0.4, 16: 0.3}) == 4
+    notes: list[str] = []
+    full_rate = candidates(
+        load_space(), quick=True, series_length=1460, notes=notes, variance_kept=kept_noise
+    )
+    assert {c.recipe["model"]["input_stride"] for c in full_rate} == {1}
+    assert any("input_stride = 1 from the series length 1460: 2-frame means would keep" in n for n in notes)
+
+
 def test_a_bad_space_names_the_key(tmp_path):
     path = tmp_path / "space.yaml"
     path.write_text(yaml.safe_dump({"base": {}, "candidates": [{"name": "x", "why": "y", "sett": []}]}))

@@ -158,6 +158,10 @@ def test_the_network_column_names_a_dcls_front_end() -> None:
         }
     )
     assert real_data.describe(recipe) == "DCLS 4x16 > CMRU 16, last pooling, 8-bit weights"
+    scaled = parse_recipe(
+        {"name": "r", "task": {"name": "uea", "dataset": "Covid3Month_disc"}, "model": {"layers": layers}}
+    )
+    assert real_data.describe(scaled).endswith("8-bit weights; each series scaled on its own")
 
 
 def test_the_made_by_line_repeats_where_the_runs_are_kept() -> None:

@@ -38,6 +38,7 @@ __all__ = [
     "fold_mask",
     "resolve_normalize",
     "sort_key",
+    "variance_kept",
 ]
 
 MAX_VAL_FRACTION = 0.25
@@ -79,6 +80,27 @@ def resolve_normalize(mode: str, fit: list[np.ndarray]) -> str:
         warnings.simplefilter("ignore", RuntimeWarning)  # a channel missing from every series
         ratio = np.nanmedian(own, axis=0) / whole
     return "series" if bool(np.any(ratio[whole > 0] < SERIES_SPREAD_RATIO)) else "channel"
+
+
+def variance_kept(series: list[np.ndarray], strides: tuple[int, ...] = (2, 4, 8, 16)) -> dict[int, float]:
+    """``{S: fraction}``: how much of the series' variance (about each series' own mean, pooled
+    over series and channels) the means of ``S`` consecutive frames keep. Near 1 for smooth series,
+    near ``1/S`` for frame-to-frame noise: what an input stride of ``S`` would keep of the data
+    (:func:`codesign.nn.stride.auto_stride`). Frames with a missing value are dropped."""
+    out = {}
+    for stride in strides:
+        kept = total = 0.0
+        for s in series:
+            s = s[:, np.isfinite(s).all(axis=0)]
+            s = s - s.mean(axis=1, keepdims=True) if s.size else s
+            usable = s.shape[1] // stride * stride
+            if usable == 0:
+                continue
+            windows = s[:, :usable].reshape(s.shape[0], -1, stride).mean(axis=2)
+            kept += float((windows**2).sum()) * stride
+            total += float((s[:, :usable] ** 2).sum())
+        out[stride] = kept / total if total > 0 else 1.0
+    return out
 
 
 def _own_moments(s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

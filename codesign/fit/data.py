@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from codesign.data.files import read_labelled_series
+from codesign.data.series import variance_kept
 from codesign.errors import CodesignError
 
 __all__ = ["FitData", "check_files"]
@@ -26,6 +27,7 @@ class FitData:
     length: int  # the longest series of the training file
     channels: int
     fingerprint: str  # of both files' bytes: the cached runs belong to these contents
+    variance_kept: dict[int, float] = field(default_factory=dict, hash=False)  # {S: share kept}
 
     def task(self, folds: int | None = None, fold: int | None = None, seed: int | None = None) -> dict:
         """The ``task: files`` section of a run: one fold of the training file, or both files."""
@@ -71,6 +73,7 @@ def check_files(train: str | Path, test: str | Path, folds: int) -> FitData:
         length=max(s.shape[1] for s in x_train),
         channels=int(x_train[0].shape[0]),
         fingerprint=_fingerprint(train, test),
+        variance_kept=variance_kept(list(x_train)),
     )
 
 

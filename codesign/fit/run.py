@@ -46,7 +46,13 @@ class FitOptions:
 
 
 def _candidates(data: FitData, opts: FitOptions, notes: list[str]):
-    cands = candidates(load_space(opts.space), quick=opts.quick, series_length=data.length, notes=notes)
+    cands = candidates(
+        load_space(opts.space),
+        quick=opts.quick,
+        series_length=data.length,
+        notes=notes,
+        variance_kept=data.variance_kept,
+    )
     for cand in cands:  # every recipe checked against the files before anything trains
         check_recipe(cand, data.task(opts.folds, 0, opts.seeds[0]))
     return cands
@@ -104,6 +110,7 @@ def _minirocket(data: FitData, opts: FitOptions) -> dict[str, Any] | None:
         (done := read_json(path)) is not None
         and done.get("fingerprint") == data.fingerprint
         and done.get("seed") == opts.seeds[0]
+        and done.get("normalize") == "auto"  # a record of channel-scaled inputs is not this one
     ):
         return done
     import numpy as np
@@ -111,7 +118,8 @@ def _minirocket(data: FitData, opts: FitOptions) -> dict[str, Any] | None:
 
     from codesign.train.recipe import build_task
 
-    task = build_task("files", {"train": data.train, "test": data.test})
+    # the inputs the candidates see: each series on its own scale where the series defaults pick it
+    task = build_task("files", {"train": data.train, "test": data.test, "normalize": "auto"})
     xs, ys = zip(*(task.split(s, 0) for s in ("train", "val")), strict=True)
     x_fit = torch.cat(xs).numpy().transpose(0, 2, 1).astype(np.float64)
     xt, yt = task.split("test", 0)
@@ -119,6 +127,7 @@ def _minirocket(data: FitData, opts: FitOptions) -> dict[str, Any] | None:
     clf.fit(x_fit, torch.cat(ys).numpy())
     accuracy = float((clf.predict(xt.numpy().transpose(0, 2, 1).astype(np.float64)) == yt.numpy()).mean())
     record = {"files": [data.train, data.test], "fingerprint": data.fingerprint, "seed": opts.seeds[0]}
+    record |= {"normalize": "auto", "scaling": task.normalization}
     record["test_accuracy"] = accuracy
     write_json(path, record)
     return record

@@ -111,11 +111,28 @@ def _with(data: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
     return out
 
 
+def _stride_note(stride: int, length: int, kept: dict[int, float] | None) -> str:
+    """Why the fit's input stride is what it is, in one line."""
+    note = f"{STRIDE_KEY} = {stride} from the series length {length}"
+    if kept and stride < auto_stride(length):
+        note += (
+            f": {2 * stride}-frame means would keep {kept.get(2 * stride, 0.0):.0%} of the series' variance"
+        )
+    return note
+
+
 def candidates(
-    space: FitSpace, *, quick: bool, series_length: int, notes: list[str] | None = None
+    space: FitSpace,
+    *,
+    quick: bool,
+    series_length: int,
+    notes: list[str] | None = None,
+    variance_kept: dict[int, float] | None = None,
 ) -> list[Candidate]:
     """The candidates to run: the space's (``quick``: the marked ones, shorter training), each
-    crossed with the axes the schema has, and the automatic input stride when it applies."""
+    crossed with the axes the schema has, and the automatic input stride when it applies: from the
+    series length and, with ``variance_kept`` (:func:`codesign.data.series.variance_kept` of the
+    training file), no stride whose window means lose most of the series' variance."""
     notes = notes if notes is not None else []
     axes = {}
     for key, values in space.axes.items():
@@ -124,8 +141,9 @@ def candidates(
         else:
             notes.append(f"axis {key} skipped: the recipe schema has no such key")
     if STRIDE_KEY not in axes and schema_has(STRIDE_KEY):
-        axes[STRIDE_KEY] = [auto_stride(series_length)]
-        notes.append(f"{STRIDE_KEY} = {axes[STRIDE_KEY][0]} from the series length {series_length}")
+        stride = auto_stride(series_length, variance_kept)
+        axes[STRIDE_KEY] = [stride]
+        notes.append(_stride_note(stride, series_length, variance_kept))
     out = []
     chosen = [c for c in space.candidates if c.quick] if quick else space.candidates
     for spec in chosen:
