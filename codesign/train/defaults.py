@@ -44,7 +44,7 @@ SERIES_DEFAULTS: dict[str, Any] = {
         "selection": "average",
         "label_smoothing": 0.1,
         # All four transforms: time transforms alone lost on 8 of 10 sets (classify_ablation.md);
-        # none at all won on the amplitude-coded Covid3Month_disc and UnitTest. Each series is
+        # none at all won on Covid3Month_disc (channel-scaled) and UnitTest. Each series is
         # transformed with the schema's augment.probability, 0.5: with every one transformed, ACSF1
         # fell to chance (11.7 %).
         "augment": {"scaling": 0.1, "magnitude_warp": 0.2, "time_warp": 0.2, "window_slice": 0.9},
