@@ -62,7 +62,7 @@ def describe_network(recipe: Recipe, length: int | None = None) -> str:
 
 INPUT_SCALING = {
     "channel": "each channel standardised with the training set's mean and standard deviation",
-    "series": "each series standardised on its own (its level is not seen)",
+    "series": "each series standardised on its own, so its level is not seen",
     "none": "the values as they are in the files",
     "auto": "standardised per series or per channel, as the training series' spread decides",
 }
