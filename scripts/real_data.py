@@ -120,14 +120,11 @@ def describe(recipe, length: int | None = None) -> str:
     """The network column: :func:`codesign.train.advice.describe_network` (``span: auto`` resolved
     for series of ``length`` frames), and the input scaling where it is not one per channel (a
     row whose series are each scaled on its own sees other inputs than its neighbours)."""
+    from codesign.data.series import check_normalize
     from codesign.train.advice import describe_network
 
-    mode = recipe.task.options().get("normalize", True)
-    scaling = {
-        "series": "; each series scaled on its own",
-        "none": "; unscaled inputs",
-        False: "; unscaled inputs",
-    }
+    mode = check_normalize(recipe.task.options().get("normalize", True), recipe.task.name)
+    scaling = {"series": "; each series scaled on its own", "none": "; unscaled inputs"}
     return describe_network(recipe, length) + scaling.get(mode, "")
 
 

@@ -73,8 +73,9 @@ def describe_inputs(recipe: Recipe) -> str | None:
     """How a series recipe's inputs are scaled before quantization (``None`` for other tasks):
     the series defaults may choose ``series`` for data whose levels differ by orders of
     magnitude, and a user should see that the network then never sees a series' level."""
+    from codesign.data.series import check_normalize
+
     if recipe.task.name not in SERIES_TASKS:
         return None
-    mode = recipe.task.options().get("normalize", True)
-    mode = {True: "channel", False: "none"}.get(mode, mode)
-    return f"{INPUT_SCALING.get(mode, mode)} (task.normalize: {mode})"
+    mode = check_normalize(recipe.task.options().get("normalize", True), recipe.task.name)
+    return f"{INPUT_SCALING[mode]} (task.normalize: {mode})"
