@@ -378,7 +378,7 @@ def test_missing_values_are_refused_unless_task_missing_says_how_to_fill_them(tm
     path = write_rows(tmp_path / "gaps.tsv", rows)
     one_line_error(
         r"gaps\.tsv series 3 \(label 'b', line 4\) frame 3 channel 0: a missing value \(NaN or \?\) inside "
-        r"the series is refused: fill it in the file, or set task.missing: zero .* or ffill",
+        r"the series is refused: fill it in the file, or in a recipe set task.missing: zero .* or ffill",
         lambda: read_labelled_series(path),
     )
     zero, _ = read_labelled_series(path, missing="zero")

@@ -308,8 +308,8 @@ def _checked(path: Path, where: str, s: np.ndarray, missing: str) -> np.ndarray:
         raise _bad(
             path,
             f"{where} frame {frame} channel {channel}",
-            "a missing value (NaN or ?) inside the series is refused: fill it in the file, or set "
-            "task.missing: zero (0 after scaling, the channel's mean) or ffill (the last value before it)",
+            "a missing value (NaN or ?) inside the series is refused: fill it in the file, or in a recipe "
+            "set task.missing: zero (0 after scaling, the channel's mean) or ffill (the last value before it)",
         )
     return _ffill(s)
 
