@@ -178,22 +178,21 @@ def build_splits(
     channels = tr_x[0].shape[0]
 
     def pack(
-        picked: list[int], series: list[np.ndarray], labels: list[str]
+        picked: list[int], series: list[np.ndarray], named: list[str]
     ) -> tuple[torch.Tensor, torch.Tensor]:
         out = np.zeros((len(picked), width, channels), dtype=np.float32)
         lengths = np.array([series[i].shape[1] for i in picked])
         for j, i in enumerate(picked):
-            z = _scaled(series[i], mean, std, mode, labels[i])
+            z = _scaled(series[i], mean, std, mode, named[i])
             if padding == "front":
                 out[j, width - len(z) :] = z
             else:
                 out[j, : len(z)] = z
         return torch.from_numpy(out), torch.from_numpy(lengths)
 
-    held = np.flatnonzero(val_mask)
     sets = {
         "train": (*pack(list(np.flatnonzero(~val_mask)), tr_x, names[0]), torch.from_numpy(ytr[~val_mask])),
-        "val": (*pack(list(held), tr_x, names[0]), torch.from_numpy(ytr[val_mask])),
+        "val": (*pack(list(np.flatnonzero(val_mask)), tr_x, names[0]), torch.from_numpy(ytr[val_mask])),
         "test": (*pack(list(range(len(te_x))), te_x, names[1]), torch.from_numpy(yte)),
     }
     return {"classes": classes, "sets": sets, "channels": channels, "width": width, "normalize": mode}
