@@ -503,3 +503,14 @@ def test_codesign_train_prints_one_line_for_a_bad_file(tmp_path) -> None:
         and "bad.tsv series 2 (label 'a', line 3) frame 2 channel 0: inf is refused" in text
     )
     assert "Warning" not in result.output
+
+
+def test_ts_comment_lines_may_start_with_percent(tmp_path):
+    """aeon's own .ts files (UnitTest) open with ``%`` comment lines, as ARFF does."""
+    path = tmp_path / "pct.ts"
+    path.write_text(
+        "% a comment\n%# another\n@problemName t\n@timeStamps false\n@univariate true\n"
+        "@classLabel true a b\n@data\n1,2,3:a\n3,2,1:b\n"
+    )
+    series, labels = read_labelled_series(path)
+    assert [s.tolist() for s in series] == [[[1.0, 2.0, 3.0]], [[3.0, 2.0, 1.0]]] and list(labels) == ["a", "b"]

@@ -173,3 +173,33 @@ def test_bad_arrays_are_named():
                 "readout": {"classes": 3},
             }
         )
+
+
+def _write_toy(path, n: int, seed: int) -> None:
+    xs, y = _toy_set(np.random.default_rng(seed), n)
+    np.savez(path, X=np.stack(xs), y=np.array(["slow", "fast"])[y])  # (n, t, c)
+
+
+def test_features_fit_and_eval_commands(tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from codesign.cli import app
+
+    _write_toy(tmp_path / "train.npz", 40, 0)
+    _write_toy(tmp_path / "test.npz", 30, 1)
+    out = tmp_path / "bank"
+    args = ["features", "fit", str(tmp_path / "train.npz"), str(tmp_path / "test.npz"), "--out", str(out)]
+    result = CliRunner().invoke(app, [*args, "--units", "168", "--json", str(tmp_path / "fit.json")])
+    assert result.exit_code == 0, result.output
+    assert "168 units, golden test accuracy" in result.output
+    fitted = json.loads((tmp_path / "fit.json").read_text())
+    assert fitted["test_accuracy"] >= 0.9 and fitted["reloaded_bundle_identical"]
+    scored = CliRunner().invoke(
+        app, ["features", "eval", str(out), str(tmp_path / "test.npz"), "--json", str(tmp_path / "e.json")]
+    )
+    assert scored.exit_code == 0, scored.output
+    assert json.loads((tmp_path / "e.json").read_text())["accuracy"] == fitted["test_accuracy"]
+    refused = CliRunner().invoke(app, ["rtl", str(out), "--out", str(tmp_path / "build")])
+    assert refused.exit_code != 0 and "random-feature network" in refused.output

@@ -107,7 +107,7 @@ def _read_ts(path: Path) -> _Read:
     in_data = False
     for number, raw in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
         line = raw.strip()
-        if not line or line.startswith("#"):
+        if not line or line.startswith(("#", "%")):  # aeon's own files also comment with %
             continue
         if not in_data:
             if not line.startswith("@"):
