@@ -513,4 +513,5 @@ def test_ts_comment_lines_may_start_with_percent(tmp_path):
         "@classLabel true a b\n@data\n1,2,3:a\n3,2,1:b\n"
     )
     series, labels = read_labelled_series(path)
-    assert [s.tolist() for s in series] == [[[1.0, 2.0, 3.0]], [[3.0, 2.0, 1.0]]] and list(labels) == ["a", "b"]
+    assert [s.tolist() for s in series] == [[[1.0, 2.0, 3.0]], [[3.0, 2.0, 1.0]]]
+    assert list(labels) == ["a", "b"]
