@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from codesign.atomic import atomic_dir
 from codesign.bundle.features import FeatureManifest, array_range
+from codesign.bundle.host import check_host
 from codesign.bundle.spec import (
     FORMAT_VERSION,
     READABLE_VERSIONS,
@@ -121,9 +122,11 @@ def parse_manifest(data: object, path: Path | None = None) -> Manifest:
     if version == 1:
         data = upgrade_v1(data)
     try:
-        return Manifest.model_validate(data)
+        manifest = Manifest.model_validate(data)
     except ValidationError as err:
         raise CodesignError(validation_message(err), path=path) from None
+    check_host(manifest, path)
+    return manifest
 
 
 def check_weights(
@@ -191,6 +194,7 @@ def sha256(data: bytes) -> str:
 
 def save_bundle(bundle_dir: str | Path, manifest: Manifest, weights: dict[str, np.ndarray]) -> Bundle:
     """Validate and write a bundle atomically (the directory appears complete or not at all)."""
+    check_host(manifest)
     weights = check_weights(manifest, weights)
     blob = _npz_bytes(weights)
     manifest = manifest.model_copy(update={"checksums": {WEIGHTS: sha256(blob)}})

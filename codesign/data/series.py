@@ -40,6 +40,7 @@ __all__ = [
     "fold_mask",
     "resolve_normalize",
     "sort_key",
+    "standardise",
     "variance_kept",
 ]
 
@@ -129,6 +130,19 @@ def _scale(s: np.ndarray, mean: np.ndarray, std: np.ndarray, mode: str) -> np.nd
         mean = np.where(np.isfinite(mean), mean, 0.0)
         std = np.where(np.isfinite(std) & (std > 0), std, 1.0)
     return (s - mean) / std
+
+
+def standardise(
+    x: np.ndarray, mode: str, mean: np.ndarray | None = None, std: np.ndarray | None = None
+) -> np.ndarray:
+    """Recordings ``(N, T, M)`` scaled as :func:`build_splits` scales them: ``mode`` one of
+    ``channel`` (with the per-channel ``mean`` and ``std``), ``series`` or ``none``; missing values
+    (NaN) become 0 after scaling. Returns float64."""
+    x = np.asarray(x, dtype=np.float64)
+    m = None if mean is None else np.asarray(mean, dtype=np.float64)[:, None]
+    s = None if std is None else np.asarray(std, dtype=np.float64)[:, None]
+    out = np.stack([_scale(series.T, m, s, mode).T for series in x]) if len(x) else x.copy()
+    return np.nan_to_num(out, nan=0.0)
 
 
 def sort_key(label: str):
