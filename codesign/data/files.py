@@ -185,6 +185,9 @@ def _read_ucr(path: Path) -> _Read:
 
 # --------------------------------------------------------------------------- ARFF
 def _read_arff(path: Path) -> _Read:
+    from codesign.extras import require
+
+    require("aeon", "reading .arff files")
     from aeon.datasets import load_from_arff_file
 
     text = path.read_text(encoding="utf-8", errors="replace").lower()
