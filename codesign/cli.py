@@ -717,6 +717,8 @@ _RTL_HELP = {
     "clock": "with --device: clock in MHz the step rate is checked at (default 30 on iCE40, 80 on ECP5)",
     "objective": "with --device: energy (the default), area or latency (cycles per step)",
     "confirm": "with --device: synthesise the N best candidates and pick on the measured figures",
+    "inputs": "with --device: .npy (N, T, M), float (quantized here) or integer, that the mapper's cycle "
+    "model plays (default: the bundle's own test set, else random integers)",
 }
 
 
@@ -742,6 +744,7 @@ def rtl(
     clock: Annotated[float | None, typer.Option(help=_RTL_HELP["clock"])] = None,
     objective: Annotated[str | None, typer.Option(help=_RTL_HELP["objective"])] = None,
     confirm: Annotated[int, typer.Option(help=_RTL_HELP["confirm"])] = 0,
+    inputs: Annotated[Path | None, typer.Option(help=_RTL_HELP["inputs"])] = None,
 ) -> None:
     """Generate the accelerator's Verilog for a bundle (plus a copy of the bundle); with --device,
     the mapper picks the build."""
@@ -760,9 +763,17 @@ def rtl(
         if v is not None
     }
     if device is not None:
-        info = _rtl_mapped(bundle, out, device, lanes, target, given, objective, step_rate, clock, confirm)
+        seqs = None if inputs is None else _mapper_inputs(bundle, inputs)
+        info = _rtl_mapped(
+            bundle, out, device, lanes, target, given, objective, step_rate, clock, confirm, seqs
+        )
     else:
-        mapper_only = {"--step-rate": step_rate, "--clock": clock, "--objective": objective}
+        mapper_only = {
+            "--step-rate": step_rate,
+            "--clock": clock,
+            "--objective": objective,
+            "--inputs": inputs,
+        }
         named = [flag for flag, v in mapper_only.items() if v is not None] + (
             ["--confirm"] if confirm else []
         )
@@ -779,6 +790,16 @@ def rtl(
     _print_build(info, out)
 
 
+def _mapper_inputs(bundle: Path, inputs: Path) -> list[np.ndarray]:
+    """``--inputs`` as integer sequences on the bundle's input grid (:meth:`codesign.api.Bundle.integer_inputs`)."""
+    from codesign.api import load
+
+    try:
+        return list(load(bundle).integer_inputs(load_npy(inputs, "inputs"), "--inputs"))
+    except CodesignError as err:
+        raise CodesignError(str(err), path=inputs) from None
+
+
 def _rtl_mapped(
     bundle: Path,
     out: Path,
@@ -790,6 +811,7 @@ def _rtl_mapped(
     step_rate: float | None,
     clock: float | None,
     confirm: int,
+    inputs: list[np.ndarray] | None = None,
 ) -> dict:
     """``codesign rtl --device``: the mapper's choice, its table, and the build with its record."""
     from codesign.hw.build import build_rtl
@@ -817,6 +839,7 @@ def _rtl_mapped(
         fixed=given,
         lanes=lanes,
         progress=say,
+        inputs=inputs,
     )
     if confirm:
         work = Path(out).parent / f".{Path(out).name}.confirm"

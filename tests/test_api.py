@@ -207,3 +207,28 @@ def test_missing_extra_names_what_to_install() -> None:
     with pytest.raises(MissingExtra, match=r"needs the package no_such_pkg.*pip install 'codesign\[sim\]'"):
         require("no_such_pkg", "RTL simulation", extra="sim")
     assert require("numpy", "arrays").__name__ == "numpy"
+
+
+def test_rtl_inputs_on_the_command_line_map_as_the_api_does(tmp_path: Path) -> None:
+    """``codesign rtl --device up5k --inputs X.npy`` times the candidates on the user's inputs and
+    picks what ``codesign.map`` picks on the same inputs; without ``--device`` it is refused."""
+    from typer.testing import CliRunner
+
+    from codesign.cli import app
+
+    model, x, _ = tiny()
+    bundle = codesign.export(model, x).save(tmp_path / "b")
+    np.save(tmp_path / "x.npy", x[:2].numpy())
+    args = ["rtl", str(tmp_path / "b"), "--out", str(tmp_path / "cli"), "--device", "up5k"]
+    res = CliRunner().invoke(app, [*args, "--inputs", str(tmp_path / "x.npy")])
+    assert res.exit_code == 0, res.output
+    api = codesign.map(bundle, device="up5k", step_rate=None, inputs=x[:2], out=tmp_path / "api")
+    cli = codesign.Build(tmp_path / "cli")
+    assert cli.mapping["cycle_inputs"].startswith("the caller's inputs") and cli.mapping == api.mapping
+    res = CliRunner().invoke(
+        app, ["rtl", str(tmp_path / "b"), "--out", str(tmp_path / "o"), "--inputs", "x.npy"]
+    )
+    assert res.exit_code == 2 and "--inputs choose among builds for a chip: give --device too" in res.output
+    np.save(tmp_path / "bad.npy", x[:2, :, :1].numpy())
+    res = CliRunner().invoke(app, [*args, "--inputs", str(tmp_path / "bad.npy")])
+    assert res.exit_code == 2 and "bad.npy: --inputs: expected shape (sequences, steps, 2)" in res.output

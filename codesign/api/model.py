@@ -145,10 +145,11 @@ class Bundle(bundle_io.Bundle):
         from codesign.golden.model import check_integer_inputs, quantize_inputs
 
         raw = x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
+        floats = None if raw.dtype.kind in "iu" else as_floats(raw, self.manifest.input.size, what)
         try:
-            if raw.dtype.kind in "iu":
+            if floats is None:
                 return check_integer_inputs(self, raw.astype(np.int64))
-            return quantize_inputs(self, as_floats(raw, self.manifest.input.size, what))
+            return quantize_inputs(self, floats)
         except CodesignError as err:
             raise CodesignError(f"{what}: {err}") from None
 
