@@ -103,6 +103,15 @@ def test_save_load_round_trip_keeps_labels_and_scaling(tmp_path: Path) -> None:
     ]
 
 
+def test_series_scaling_standardises_each_recording_on_its_own() -> None:
+    model, x, _ = tiny()
+    raw = x.numpy() * np.array([1.0, 100.0]) + np.arange(16)[:, None, None]  # offsets per recording
+    bundle = codesign.export(model, x, scaling="series")
+    own = (raw - raw.mean(axis=1, keepdims=True)) / raw.std(axis=1, keepdims=True)
+    assert bundle.scaling.mode == "series"
+    assert np.array_equal(bundle.prepare(raw), bundle.integer_inputs(own))
+
+
 def test_old_bundles_load_without_labels_or_scaling() -> None:
     bundle = codesign.load(ROOT / "models" / "bundles" / "copy_first_cmru")
     assert bundle.labels is None and bundle.scaling is None

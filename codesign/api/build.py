@@ -99,8 +99,9 @@ def map(  # noqa: A001 - the API's verb, as in the command line's mapper
 class SimResult:
     """One RTL simulation against the golden model.
 
-    ``classes`` are the RTL's; ``logits`` the golden model's, which the scoreboard compared with
-    the RTL's one by one (equal to them when ``bit_exact``). ``report`` is the full
+    ``classes`` are the RTL's; ``logits`` and ``golden_classes`` the golden model's, which the
+    scoreboard compared with the RTL's one by one (equal to them when ``bit_exact``; None for
+    random sequences). ``report`` is the full
     :class:`codesign.verify.runner.SimReport`.
     """
 
@@ -112,6 +113,7 @@ class SimResult:
     cycles_per_step: float | None
     classes: list
     logits: np.ndarray | None
+    golden_classes: np.ndarray | None
     labels: np.ndarray | None
     accuracy: float | None
     counters: dict[str, int]
@@ -122,8 +124,8 @@ class SimResult:
         pd = require("pandas", "the API's result tables")
         rows = {"sequence": np.arange(len(self.classes))}
         rows["rtl_class"] = [c if np.ndim(c) == 0 else np.asarray(c)[-1] for c in self.classes]
-        if self.logits is not None:
-            golden = self.logits.argmax(-1)
+        if self.golden_classes is not None:
+            golden = self.golden_classes
             rows["golden_class"] = golden if golden.ndim == 1 else golden[:, -1]
         if self.labels is not None and self.labels.ndim == 1:
             rows["label"] = self.labels[: len(self.classes)]
@@ -240,7 +242,7 @@ class Build:
         )
         ran = next(iter(report.tests.values()), {})
         classes = list(ran.get("classes", []))
-        logits = None if q is None else self.bundle.golden(q[: len(classes)]).logits
+        golden = None if q is None else self.bundle.golden(q[: len(classes)])
         return SimResult(
             bit_exact=report.ok,
             sequences=report.sequences,
@@ -249,7 +251,8 @@ class Build:
             cycles=report.cycles,
             cycles_per_step=report.cycles_per_step,
             classes=classes,
-            logits=logits,
+            logits=None if golden is None else golden.logits,
+            golden_classes=None if golden is None else golden.classes,
             labels=y,
             accuracy=report.accuracy,
             counters=dict(report.counters),
