@@ -74,11 +74,15 @@ def test_export_of_a_qat_model_leaves_it_training() -> None:
     model, x, y = tiny(1)
     codesign.prepare_qat(model, {"layer": {"weight_bits": 4}})
     before = model(x).detach().clone()
-    bundle = codesign.export(model, x, formats={"layer": {"weight_bits": 4}}, check=(x, y))
+    bundle = codesign.export(model, x, check=(x, y))  # the formats prepare_qat was given
     assert bundle.manifest.layers[0].weight_bits == 4
     assert bundle.provenance["torch_vs_golden_mismatches"] == 0
     assert torch.equal(model(x), before)  # the user's model keeps its fake quantization
     assert np.abs(bundle.weights["layers.0.w_cand"]).max() <= 7
+    assert codesign.export(model, x, formats={}).manifest.layers[0].weight_bits == 8  # unless given others
+    two = {"layers": [{"weight_bits": 4}, {"weight_bits": 6}]}
+    with pytest.raises(CodesignError, match="prepare_qat takes one layer format"):
+        codesign.prepare_qat(tiny()[0], two)
 
 
 def test_save_load_round_trip_keeps_labels_and_scaling(tmp_path: Path) -> None:

@@ -50,13 +50,20 @@ def prepare_qat(model: torch.nn.Module, formats: dict | None = None) -> torch.nn
 
     ``formats`` is the recipe's ``quant`` section as a dict (``{"input": {"bits", "frac"},
     "layer": {"weight_bits", "alpha_bits", ...}}``; defaults where silent). Train the returned
-    model as usual, then hand it to :func:`export` as it is.
+    model as usual, then hand it to :func:`export` as it is: it exports with these formats unless
+    given others.
     """
     from codesign.quant.export import check_deployable
     from codesign.quant.qat import add_fake_quant
 
     q = _formats(formats)
-    layer = q.layer
+    if q.layers is not None and any(f != q.layers[0] for f in q.layers):
+        raise CodesignError(
+            "prepare_qat takes one layer format (formats.layer); per-layer formats (formats.layers) "
+            "differ, which only export applies"
+        )
+    layer = q.layers[0] if q.layers else q.layer
+    model.codesign_formats = q.model_dump()  # what export uses when it is given no formats
     return add_fake_quant(
         check_deployable(model),
         layer.weight_bits,
@@ -289,8 +296,8 @@ def export(
     calibration
         Inputs ``(N, T, M)`` as the model takes them; they set the state grids.
     formats
-        The recipe's ``quant`` section as a dict (default: 8-bit inputs with 4 fraction bits,
-        8-bit weights, 16-bit states).
+        The recipe's ``quant`` section as a dict (default: those of :func:`prepare_qat` for a model
+        it prepared, else 8-bit inputs with 4 fraction bits, 8-bit weights, 16-bit states).
     name
         The bundle's name.
     labels
@@ -313,7 +320,7 @@ def export(
     from codesign.quant.stack import quantize_stack
 
     check_deployable(model)
-    q = _formats(formats)
+    q = _formats(formats if formats is not None else getattr(model, "codesign_formats", None))
     plain = _plain_copy(model)
     size = plain.cells[0].input_size
     calib = as_floats(calibration, size, "calibration")
