@@ -246,3 +246,19 @@ def test_rtl_inputs_on_the_command_line_map_as_the_api_does(tmp_path: Path) -> N
     np.save(tmp_path / "bad.npy", x[:2, :, :1].numpy())
     res = CliRunner().invoke(app, [*args, "--inputs", str(tmp_path / "bad.npy")])
     assert res.exit_code == 2 and "bad.npy: --inputs: expected shape (sequences, steps, 2)" in res.output
+
+
+def test_a_random_feature_bundle_loads_but_does_not_map(tmp_path: Path) -> None:
+    from codesign.bundle.io import FeatureBundle, save_feature_bundle
+    from codesign.quant.features import fit_feature_bundle
+
+    rng = np.random.default_rng(0)
+    xs = [rng.normal(size=(30, 2)) for _ in range(8)]
+    bundle, _ = fit_feature_bundle(xs, np.arange(8) % 2, classes=["a", "b"], name="rf", features=168, seed=1)
+    save_feature_bundle(tmp_path / "rf", bundle.manifest, bundle.weights)
+    loaded = codesign.load(tmp_path / "rf")
+    assert isinstance(loaded, FeatureBundle) and loaded.manifest.provenance["labels"] == ["a", "b"]
+    with pytest.raises(
+        CodesignError, match="random-feature network .* codesign.map and Build take recurrent"
+    ):
+        codesign.map(tmp_path / "rf")

@@ -198,9 +198,16 @@ class Bundle(bundle_io.Bundle):
         return Bundle(saved.manifest, saved.weights, saved.path)
 
 
-def load(path: str | Path) -> Bundle:
-    """Read and validate a bundle directory (any readable format version)."""
-    b = bundle_io.load_bundle(path)
+def load(path: str | Path) -> Bundle | bundle_io.FeatureBundle:
+    """Read and validate a bundle directory (any readable format version).
+
+    A random-feature network (``kind: features``) loads as a
+    :class:`codesign.bundle.io.FeatureBundle` (its golden model:
+    :func:`codesign.golden.features.run_features`); the other calls take recurrent bundles.
+    """
+    b = bundle_io.load_any_bundle(path)
+    if isinstance(b, bundle_io.FeatureBundle):
+        return b
     return Bundle(b.manifest, b.weights, b.path)
 
 
@@ -211,7 +218,14 @@ def as_bundle(bundle: object) -> Bundle:
     if isinstance(bundle, bundle_io.Bundle):
         return Bundle(bundle.manifest, bundle.weights, bundle.path)
     if isinstance(bundle, str | Path):
-        return load(bundle)
+        bundle = load(bundle)
+        if isinstance(bundle, Bundle):
+            return bundle
+    if isinstance(bundle, bundle_io.FeatureBundle):
+        raise CodesignError(
+            "a random-feature network (kind: features) has no accelerator build here: "
+            "codesign.map and Build take recurrent bundles"
+        )
     raise CodesignError(f"expected a bundle or a bundle directory, got {type(bundle).__name__}")
 
 
