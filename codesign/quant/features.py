@@ -18,6 +18,7 @@ float ridge 94 %).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
@@ -157,8 +158,14 @@ def fit_bank(
     alpha_bits: int = 8,
     weight_bits: int = 8,
     bias_bits: int = 32,
+    increments: Literal["columns", "ones"] = "columns",
 ) -> FittedBank:
-    """Fit a bank of about ``features`` units on integer training series ``(T_i, channels)``."""
+    """Fit a bank of about ``features`` units on integer training series ``(T_i, channels)``.
+
+    ``increments``: ``columns`` carries each readout column's magnitude in the unit's increment
+    (:func:`fold_alpha`); ``ones`` counts by 1 and folds the standardisation into the weights
+    alone (the naive readout, kept for the comparison in ``docs/features.md``).
+    """
     from sklearn.linear_model import RidgeClassifierCV
 
     if not train:
@@ -182,7 +189,7 @@ def fit_bank(
     scale = np.where(std > 0, std, 1.0)
     ridge = RidgeClassifierCV(alphas=RIDGE_ALPHAS).fit((counts - mean) / scale, labels)
     coef, intercept = _class_rows(ridge, classes)
-    alpha = fold_alpha(coef, std, alpha_bits)
+    alpha = fold_alpha(coef, std, alpha_bits) if increments == "columns" else (std > 0).astype(np.int64)
     # h = alpha * count: the standardisation of h is that of the count, scaled by alpha
     wq, bq = quantize_readout(
         coef, intercept, alpha * mean, np.maximum(alpha, 1) * scale, weight_bits, bias_bits
