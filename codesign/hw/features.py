@@ -132,9 +132,7 @@ class FeatureSignature(wiring.Signature):
             "results": Out(stream.Signature(FeatureResultLayout(m.readout.classes, m.logit_bits))),
         }
         if spram:
-            members["config"] = In(
-                stream.Signature(FeatureConfigLayout(m.readout.classes * m.features.size), always_ready=True)
-            )
+            members["config"] = In(stream.Signature(FeatureConfigLayout(m.readout.classes * m.features.size)))
         super().__init__(members)
 
 
@@ -381,6 +379,7 @@ class _Readout:
             raddr = Signal(range(words))
             cfg = top.config.payload
             writing = top.config.valid
+            m.d.comb += top.config.ready.eq(1)  # a write lands in its cycle
             m.d.comb += [
                 wwr.addr.eq(Mux(writing, cfg.addr, raddr)),
                 wrd.addr.eq(Mux(writing, cfg.addr, raddr)),
