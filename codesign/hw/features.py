@@ -380,9 +380,11 @@ class _Readout:
             cfg = top.config.payload
             writing = top.config.valid
             m.d.comb += top.config.ready.eq(1)  # a write lands in its cycle
+            addr = Signal(range(words))  # one address for both ports: yosys infers an SPRAM
             m.d.comb += [
-                wwr.addr.eq(Mux(writing, cfg.addr, raddr)),
-                wrd.addr.eq(Mux(writing, cfg.addr, raddr)),
+                addr.eq(Mux(writing, cfg.addr, raddr)),
+                wwr.addr.eq(addr),
+                wrd.addr.eq(addr),
                 wwr.data.eq(cfg.value),
                 wwr.en.eq(writing),
                 wrd.en.eq(~writing),
