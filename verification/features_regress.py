@@ -4,7 +4,8 @@ Each bank ``i`` is a random bundle (seed ``SEED + i``: channels, dilations, kern
 pair, widths small enough to saturate, classes, readout widths, ROM or SPRAM readout weights),
 built into ``<out>/bank<i>/`` and simulated by ``verification/tb_features.py`` under every
 simulator against the golden model (random sequences, random gaps on odd banks; without gaps
-the measured cycles must equal the cycle model). Results are written per bank and simulator
+the measured cycles must equal the cycle model). The first ``--netlist`` banks also run as
+yosys maps them for the UP5K (EBR, SPRAM, DSP, LUT primitives and their models) under Icarus. Results are written per bank and simulator
 (``<out>/bank<i>/result_<sim>.json``); a rerun skips every bank whose result passed, so an
 interrupted run resumes. ``<out>/summary.json`` sums them up; the exit status is 1 on any
 mismatch or failed simulation.
@@ -12,13 +13,14 @@ mismatch or failed simulation.
 Usage::
 
     .venv/bin/python verification/features_regress.py [--banks 6] [--sims icarus verilator]
-        [--seed 0] [--sequences 6] [--max-steps 24] [--out build/features_regress]
+        [--seed 0] [--sequences 6] [--max-steps 24] [--netlist 1] [--out build/features_regress]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -29,11 +31,13 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # runnable without installing the package
     sys.path.insert(0, str(REPO))
 
-from codesign.atomic import write_text  # noqa: E402
+from codesign.atomic import atomic_dir, write_text  # noqa: E402
 from codesign.bundle.features import KERNEL_COUNT, FeatureManifest, FeatureReadout, FeatureSpec  # noqa: E402
 from codesign.bundle.io import save_feature_bundle  # noqa: E402
 from codesign.bundle.spec import FORMAT_VERSION, InputSpec  # noqa: E402
 from codesign.errors import CodesignError  # noqa: E402
+from codesign.fpga.netlist import cell_models  # noqa: E402
+from codesign.fpga.tools import run_tool  # noqa: E402
 from codesign.hw.features_build import FEATURE_TOP, FEATURE_VERILOG, build_feature_rtl  # noqa: E402
 from codesign.intmath import signed_range  # noqa: E402
 from codesign.verify.runner import SIMULATORS, run_cocotb  # noqa: E402
@@ -76,6 +80,28 @@ def run_features_cocotb(
     if not result.is_file():
         raise CodesignError(f"{sim}: the feature testbench wrote no result (log: {log})", path=build_dir)
     return json.loads(result.read_text())
+
+
+def feature_netlist(build_dir: Path, out_dir: Path, timeout_s: float = 1200) -> Path:
+    """``build_dir``'s accelerator as yosys maps it for the UP5K (``synth_ice40 -dsp -spram``:
+    EBR, SPRAM, DSP and LUT primitives), with the primitives' simulation models appended, in a
+    build folder ``out_dir`` the testbench runs unchanged (``features.v``, ``build.json``, bundle)."""
+    build_dir, out_dir = Path(build_dir), Path(out_dir)
+    script = (
+        f"read_verilog rtl.v\nsynth_ice40 -top {FEATURE_TOP} -dsp -spram\nwrite_verilog -noattr netlist.v\n"
+    )
+    with atomic_dir(out_dir) as tmp:
+        shutil.copyfile(build_dir / FEATURE_VERILOG, tmp / "rtl.v")
+        for name in ("build.json", "manifest.yaml", "weights.npz"):
+            shutil.copyfile(build_dir / name, tmp / name)
+        (tmp / "synth.ys").write_text(script)
+        run_tool(
+            "yosys", ["-q", "-l", "yosys.log", "-s", "synth.ys"], cwd=tmp, timeout=timeout_s, what="netlist"
+        )
+        (tmp / FEATURE_VERILOG).write_text((tmp / "netlist.v").read_text() + "\n" + cell_models("up5k"))
+        (tmp / "rtl.v").unlink()
+        (tmp / "netlist.v").unlink()
+    return out_dir
 
 
 def random_feature_bundle(seed: int) -> tuple[FeatureManifest, dict[str, np.ndarray], str]:
@@ -121,31 +147,37 @@ def random_feature_bundle(seed: int) -> tuple[FeatureManifest, dict[str, np.ndar
 
 
 def _bank(out: Path, i: int, seed: int, sims: list[str], args) -> list[dict]:
-    """Build bank ``i`` (if not built) and simulate it under each simulator without a passed result."""
+    """Build bank ``i`` (if not built) and simulate it under each simulator without a passed
+    result; the first ``args.netlist`` banks also as the UP5K netlist under Icarus."""
     where = out / f"bank{i}"
     manifest, weights, mode = random_feature_bundle(seed)
+    runs = [(sim, sim, "build") for sim in sims]
+    if i < args.netlist:
+        runs.append(("netlist", "icarus", "netlist"))
     rows = []
-    for sim in sims:
-        path = where / f"result_{sim}.json"
+    for label, sim, folder in runs:
+        path = where / f"result_{label}.json"
         if path.is_file():
             row = json.loads(path.read_text())
             if row.get("ok"):
                 rows.append(row | {"resumed": True})
                 continue
-        if not (where / "build" / FEATURE_VERILOG).is_file():
-            save_feature_bundle(where / "bundle", manifest, weights)
-            build_feature_rtl(where / "bundle", where / "build", weights=mode)
         t0 = time.perf_counter()
         row = {
             "bank": i,
             "seed": seed,
-            "sim": sim,
+            "sim": label,
             "weights": mode,
             "features": manifest.features.model_dump(),
         }
         try:
+            if not (where / "build" / FEATURE_VERILOG).is_file():
+                save_feature_bundle(where / "bundle", manifest, weights)
+                build_feature_rtl(where / "bundle", where / "build", weights=mode)
+            if folder == "netlist" and not (where / "netlist" / FEATURE_VERILOG).is_file():
+                feature_netlist(where / "build", where / "netlist", args.timeout)
             res = run_features_cocotb(
-                where / "build",
+                where / folder,
                 sim,
                 sequences=args.sequences,
                 seed=seed,
@@ -170,7 +202,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0, help="bank i uses seed SEED + i")
     ap.add_argument("--sequences", type=int, default=6, help="random sequences per bank")
     ap.add_argument("--max-steps", type=int, default=24, help="longest random sequence")
-    ap.add_argument("--timeout", type=float, default=600, help="seconds per simulator call")
+    ap.add_argument("--timeout", type=float, default=600, help="seconds per simulator or yosys call")
+    ap.add_argument("--netlist", type=int, default=1, help="banks also run as their UP5K netlist (Icarus)")
     ap.add_argument("--out", type=Path, default=REPO / "build" / "features_regress")
     args = ap.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
