@@ -23,30 +23,13 @@ import numpy as np
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, FallingEdge
 
+from codesign.board.fields import Fields
 from codesign.bundle.io import load_any_bundle
 from codesign.golden.features import run_features_ragged
 from codesign.intmath import signed_range
 
 #: Cycles without a handshake before the test gives up (a hung design).
 SILENCE_CYCLES = 200_000
-
-
-def _pack(fields: dict, values: dict[str, int]) -> int:
-    word = 0
-    for name, value in values.items():
-        f = fields[name]
-        word |= (int(value) & ((1 << f["width"]) - 1)) << f["offset"]
-    return word
-
-
-def _unpack(fields: dict, word: int) -> dict[str, int]:
-    out = {}
-    for name, f in fields.items():
-        v = (word >> f["offset"]) & ((1 << f["width"]) - 1)
-        if f["signed"] and v >> (f["width"] - 1):
-            v -= 1 << f["width"]
-        out[name] = v
-    return out
 
 
 def random_sequences(build: dict, count: int, seed: int, max_steps: int) -> list[np.ndarray]:
@@ -77,11 +60,11 @@ class _Check:
 
 
 async def _load_config(dut, build: dict, weights: np.ndarray) -> None:
-    fields = build["config_payload"]
+    fields = Fields(build["config_payload"])
     for addr, value in enumerate(weights.ravel()):
         await FallingEdge(dut.clk)
         dut.config__valid.value = 1
-        dut.config__payload.value = _pack(fields, {"addr": addr, "value": int(value)})
+        dut.config__payload.value = fields.pack({"addr": addr, "value": int(value)})
     await FallingEdge(dut.clk)
     dut.config__valid.value = 0
 
@@ -91,7 +74,7 @@ async def _stream(dut, build: dict, seqs: list[np.ndarray], gaps: bool, rng, che
     bundle = load_any_bundle(Path(os.environ["CODESIGN_FEATURES_BUILD"]))
     want = run_features_ragged(bundle, seqs)
     classes = build["classes"]
-    in_fields, out_fields = build["inputs_payload"], build["results_payload"]
+    in_fields, out_fields = Fields(build["inputs_payload"]), Fields(build["results_payload"])
     channels = build["features"]["channels"]
     frames = [(s[t], t == len(s) - 1) for s in seqs for t in range(len(s))]
     nxt, seq, cls, cycle, idle, fed = 0, 0, 0, 0, 0, 0  # fed: sequences whose last frame went in
@@ -109,7 +92,7 @@ async def _stream(dut, build: dict, seqs: list[np.ndarray], gaps: bool, rng, che
         if offer:
             values, end = frames[nxt]
             beat = {f"values[{c}]": int(values[c]) for c in range(channels)} | {"seq_end": int(end)}
-            dut.inputs__payload.value = _pack(in_fields, beat)
+            dut.inputs__payload.value = in_fields.pack(beat)
             if dut.inputs__ready.value.is_resolvable and int(dut.inputs__ready.value):
                 first_accept.setdefault(fed, cycle)
                 fed += int(end)
@@ -119,13 +102,7 @@ async def _stream(dut, build: dict, seqs: list[np.ndarray], gaps: bool, rng, che
             check.expect(f"sequence {seq} results__valid", "X", 0)
             continue
         if take and int(valid):
-            raw = dut.results__payload.value
-            if not raw.is_resolvable:
-                check.expect(f"sequence {seq} class {cls} payload", "X", "resolved bits")
-                raw_word = 0
-            else:
-                raw_word = int(raw.to_unsigned())
-            beat = _unpack(out_fields, raw_word)
+            beat = out_fields.unpack_value(dut.results__payload.value)  # a field with X bits: None
             final = cls == classes - 1
             check.expect(f"sequence {seq} beat {cls} group", beat["group"], cls)
             check.expect(f"sequence {seq} class {cls} logit", beat["logits[0]"], int(want.logits[seq, cls]))
