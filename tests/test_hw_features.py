@@ -196,3 +196,46 @@ def test_cocotb_fitted_bundle_bit_exact(fitted_build, sim):
     build = json.loads((fitted_build / "build.json").read_text())
     steps = [c - build["cycles"]["readout"] for c in res["model_cycles"]]
     assert all(s % build["cycles"]["frame"] == 0 for s in steps)
+
+
+@pytest.fixture(scope="module")
+def regress():
+    """verification/features_regress.py as a module."""
+    sys.path.insert(0, str(VERIFICATION))
+    try:
+        import features_regress
+
+        yield features_regress
+    finally:
+        sys.path.remove(str(VERIFICATION))
+
+
+def test_regression_banks_are_valid_and_a_passed_run_is_not_repeated(regress, tmp_path):
+    modes = set()
+    for seed in range(20):
+        manifest, weights, mode = regress.random_feature_bundle(seed)
+        save_feature_bundle(tmp_path / f"b{seed}", manifest, weights)  # validates every array
+        modes.add(mode)
+    assert modes == {"rom", "spram"}
+    done = {"bank": 0, "seed": 5, "sim": "icarus", "ok": True, "sequences": 6}
+    (tmp_path / "r" / "bank0").mkdir(parents=True)
+    (tmp_path / "r" / "bank0" / "result_icarus.json").write_text(json.dumps(done))
+    args = regress.argparse.Namespace(netlist=0, sequences=6, max_steps=24, timeout=60)
+    rows = regress._bank(tmp_path / "r", 0, 5, ["icarus"], args)
+    assert rows == [done | {"resumed": True}]
+    assert not (tmp_path / "r" / "bank0" / "build").exists()  # nothing was built or simulated
+
+
+@pytest.mark.sim
+@pytest.mark.long
+def test_up5k_netlist_of_a_spram_bank_is_bit_exact(regress, tmp_path):
+    """yosys' UP5K mapping (EBR, SPRAM, DSP, LUTs) of a bank with SPRAM readout weights, under Icarus."""
+    spec = FeatureSpec(channels=2, dilations=[1, 3], kernels=3, biases=2, alpha_bits=5, state_bits=8)
+    bundle = _bundle(spec, np.random.default_rng(4), classes=3)
+    save_feature_bundle(tmp_path / "b", bundle.manifest, bundle.weights)
+    build_feature_rtl(tmp_path / "b", tmp_path / "rtl", weights="spram")
+    netlist = regress.feature_netlist(tmp_path / "rtl", tmp_path / "netlist")
+    assert "SB_SPRAM256KA" in (netlist / "features.v").read_text()
+    res = regress.run_features_cocotb(netlist, "icarus", sequences=3, seed=4, max_steps=10, timeout_s=600)
+    assert res["mismatches"] == 0, res["first_mismatch"]
+    assert res["sequence_cycles"] == res["model_cycles"]
