@@ -75,7 +75,7 @@ class FeatureCycles:
     """The cycle model of :class:`FeatureAccelerator` (every stream at full rate)."""
 
     frame: int
-    """Cycles from one frame's acceptance to the next's: ``pairs * slots + biases + 4``."""
+    """Cycles from one frame's acceptance to the next's: ``pairs * max(9, biases) + biases + 4``."""
     readout: int
     """Cycles from the end of the ``seq_end`` frame's period to the final result beat's first cycle:
     ``classes * (size + 4) - 1`` (one product per unit and class, then three cycles of pipeline
