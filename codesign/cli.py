@@ -722,6 +722,42 @@ _RTL_HELP = {
 }
 
 
+def _is_feature_bundle(bundle: Path) -> bool:
+    import yaml
+
+    from codesign.bundle.io import MANIFEST, is_feature_manifest
+
+    try:
+        return is_feature_manifest(yaml.safe_load((bundle / MANIFEST).read_text()))
+    except (OSError, yaml.YAMLError):
+        return False  # load_bundle names what is wrong
+
+
+def _rtl_features(bundle: Path, out: Path, weights: str | None, **recurrent_only) -> None:
+    """A random-feature bundle's accelerator (``codesign/hw/features_build.py``): one datapath, no
+    mapping options but where its readout weights live (``--weights rom`` or ``spram``)."""
+    from codesign.hw.features_build import build_feature_rtl
+
+    given = sorted(f"--{k.replace('_', '-')}" for k, v in recurrent_only.items() if v is not None)
+    if given:
+        raise CodesignError(
+            f"{', '.join(given)}: a random-feature bundle has no such mapping option (it takes --weights rom|spram)",
+            path=bundle,
+        )
+    if weights not in (None, "rom", "spram"):
+        raise CodesignError(f"--weights {weights}: a random-feature bundle takes rom or spram", path=bundle)
+    from codesign.bundle.features import FeatureSpec
+
+    info = build_feature_rtl(bundle, out, weights or "rom")
+    cycles = info["cycles"]
+    console.print(
+        f"{out}: random-feature accelerator, {FeatureSpec(**info['features']).size} units, "
+        f"{cycles['frame']} cycles per frame, {cycles['readout']} for the readout (weights {info['weights']})",
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
 @app.command()
 @user_errors
 def rtl(
@@ -749,6 +785,10 @@ def rtl(
     """Generate the accelerator's Verilog for a bundle (plus a copy of the bundle); with --device,
     the mapper picks the build."""
     from codesign.hw.build import build_rtl
+
+    if _is_feature_bundle(bundle):
+        _rtl_features(bundle, out, weights, lanes=lanes, device=device, counters=counters, inputs=inputs)
+        return
 
     given = {
         k: v

@@ -201,5 +201,14 @@ def test_features_fit_and_eval_commands(tmp_path):
     )
     assert scored.exit_code == 0, scored.output
     assert json.loads((tmp_path / "e.json").read_text())["accuracy"] == fitted["test_accuracy"]
-    refused = CliRunner().invoke(app, ["rtl", str(out), "--out", str(tmp_path / "build")])
+    refused = CliRunner().invoke(app, ["inspect", str(out)])
     assert refused.exit_code != 0 and "random-feature network" in refused.output
+    built = CliRunner().invoke(app, ["rtl", str(out), "--out", str(tmp_path / "build")])
+    assert built.exit_code == 0, built.output
+    assert "random-feature accelerator, 168 units" in built.output
+    assert (tmp_path / "build" / "features.v").is_file()
+    mapped = CliRunner().invoke(app, ["rtl", str(out), "--out", str(tmp_path / "b2"), "--device", "up5k"])
+    assert (
+        mapped.exit_code != 0
+        and "--device: a random-feature bundle has no such mapping option" in mapped.output
+    )

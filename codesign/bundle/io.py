@@ -257,7 +257,7 @@ def load_bundle(bundle_dir: str | Path) -> Bundle:
     if is_feature_manifest(data):
         raise CodesignError(
             "holds a random-feature network (kind: features), which this command does not take; "
-            "the golden model (codesign features eval) and the Python API read it",
+            "codesign features eval, codesign rtl and the Python API's codesign.load read it",
             path=mpath,
         )
     manifest = parse_manifest(data, mpath)
