@@ -6,8 +6,8 @@ records have the recurrent stages' shapes (``summary.json`` of a fold, the budge
 table and the pick treat every candidate alike.
 
 The budget of a bank is its cost model (:func:`bank_cost`): the memory bits of its arrays, the
-counters and the delay line, and the cycles per step of one time-multiplexed datapath (a cycle
-per tap and masked channel of every pair, a cycle per counting unit), against the chip's memory
+counters and the delay line, and the cycles per frame of the random-feature accelerator
+(:func:`codesign.hw.features.feature_cycles`: the walk of every pair), against the chip's memory
 and clock at the step rate. Its energy is the ``45 nm per-op proxy`` of :mod:`codesign.energy`.
 """
 
@@ -24,6 +24,7 @@ from codesign.bundle.io import FeatureBundle, load_any_bundle, save_feature_bund
 from codesign.energy import access_pj, energy_add, energy_mult
 from codesign.fit.stages import SUMMARY, read_json, write_json
 from codesign.golden.features import run_features_ragged
+from codesign.hw.features import feature_cycles
 from codesign.quant.features import fit_feature_bundle, quantize_series
 
 __all__ = [
@@ -116,7 +117,7 @@ def bank_cost(manifest: FeatureManifest, mean_channels: float) -> dict[str, Any]
     counters = f.size * f.state_bits
     delay_line = f.span * f.channels * inp.bits
     tap_reads = f.pairs * KERNEL_TAPS * mean_channels
-    cycles = int(np.ceil(tap_reads)) + f.size
+    cycles = feature_cycles(f, r.classes)  # the accelerator's own cycle model (codesign/hw/features.py)
     line_bits = f.span * f.channels * inp.bits
     step_pj = (
         tap_reads * (energy_add(conv) + access_pj(inp.bits, line_bits))
@@ -137,8 +138,8 @@ def bank_cost(manifest: FeatureManifest, mean_channels: float) -> dict[str, Any]
     )
     return {
         "memory_bits": int(arrays + counters + delay_line),
-        "cycles_per_step": cycles,
-        "readout_cycles": r.classes * f.size,
+        "cycles_per_step": cycles.frame,
+        "readout_cycles": cycles.readout,
         "step_pj": float(step_pj),
         "readout_pj": float(readout_pj),
     }
