@@ -155,6 +155,31 @@ def table(entries: list[str], units: list[int], seeds: list[int], results: dict,
     return "\n".join(lines)
 
 
+def plot(entries: list[str], units: list[int], seeds: list[int], results: dict, path: Path) -> None:
+    """Golden accuracy minus MiniRocket's against memory bits, one line per set (a Pareto view)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for entry in entries:
+        name = _task(entry)["name"]
+        mr = np.mean([results[(name, "mr", s)]["minirocket"] for s in seeds])
+        bits = [results[(name, u, seeds[0])]["memory_bits"] for u in units]
+        gaps = [100 * (np.mean([results[(name, u, s)]["golden"] for s in seeds]) - mr) for u in units]
+        ax.plot(bits, gaps, marker="o", label=name)
+    ax.axhline(-2, color="grey", linestyle="--", linewidth=0.8)
+    ax.set_xscale("log")
+    ax.set_xlabel("memory bits (arrays, counters, delay line, readout)")
+    ax.set_ylabel("golden - MiniRocket (points, mean of seeds)")
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
 def main() -> None:
     import shlex
     import sys
@@ -167,6 +192,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="local Dask workers (0: run here)")
     parser.add_argument("--out", type=Path)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--plot", type=Path, help="a PNG of accuracy against memory bits")
     args = parser.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
     units = [int(u) for u in args.units.split(",")]
@@ -202,6 +228,8 @@ def main() -> None:
     text = table(args.entries, units, seeds, results, command)
     if args.out:
         write_text(args.out, text)
+    if args.plot:
+        plot(args.entries, units, seeds, results, args.plot)
     if args.json:
         rows = [dict(v, key=list(map(str, k))) for k, v in results.items()]
         write_text(args.json, json.dumps(rows, indent=1) + "\n")
