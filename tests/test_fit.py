@@ -425,3 +425,7 @@ def test_a_fit_of_random_feature_candidates_picks_refits_and_resumes(tmp_path):
     assert again.exit_code == 0, again.output and "4 runs, 4 already done" in again.output
     touched = [p for p, t in stamps.items() if p.stat().st_mtime_ns != t and p.name != "fit.json"]
     assert touched == []
+    none = CliRunner().invoke(app, [*args, "--family", "recurrent"])
+    assert none.exit_code != 0 and "--family recurrent: the space holds no such candidate" in none.output
+    bad = CliRunner().invoke(app, [*args, "--family", "rocket"])
+    assert bad.exit_code != 0 and "--family 'rocket': one of all, features, recurrent" in bad.output

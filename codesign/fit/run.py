@@ -25,7 +25,9 @@ from codesign.fit.search import plan_jobs, recipe_hash, run_jobs
 from codesign.fit.space import candidates, check_recipe, is_features, load_space
 from codesign.fit.stages import read_json, write_json
 
-__all__ = ["FitOptions", "fit"]
+__all__ = ["FAMILIES", "FitOptions", "fit"]
+
+FAMILIES = ("all", "features", "recurrent")
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,8 @@ class FitOptions:
     quick: bool = False
     minirocket: bool = True
     space: Path | None = None
+    family: str = "all"
+    """``all``, ``features`` (the random-feature banks alone: a fit of a minute or two) or ``recurrent``."""
 
 
 def _candidates(data: FitData, opts: FitOptions, notes: list[str]):
@@ -54,6 +58,12 @@ def _candidates(data: FitData, opts: FitOptions, notes: list[str]):
         notes=notes,
         variance_kept=data.variance_kept,
     )
+    if opts.family not in FAMILIES:
+        raise CodesignError(f"--family {opts.family!r}: one of {', '.join(FAMILIES)}")
+    if opts.family != "all":
+        cands = [c for c in cands if is_features(c) == (opts.family == "features")]
+        if not cands:
+            raise CodesignError(f"--family {opts.family}: the space holds no such candidate")
     for cand in cands:  # every recipe checked against the files before anything trains
         if not is_features(cand):
             check_recipe(cand, data.task(opts.folds, 0, opts.seeds[0]))
