@@ -717,6 +717,9 @@ _RTL_HELP = {
     "clock": "with --device: clock in MHz the step rate is checked at (default 30 on iCE40, 80 on ECP5)",
     "objective": "with --device: energy (the default), area or latency (cycles per step)",
     "confirm": "with --device: synthesise the N best candidates and pick on the measured figures",
+    "name": "the top module's name, which every other module's name starts with (a letter or _, then "
+    "letters, digits or _, at most 64 characters, no Verilog keyword); default: the bundle's name made "
+    "such an identifier. Builds with different names share one design",
 }
 
 
@@ -742,11 +745,14 @@ def rtl(
     clock: Annotated[float | None, typer.Option(help=_RTL_HELP["clock"])] = None,
     objective: Annotated[str | None, typer.Option(help=_RTL_HELP["objective"])] = None,
     confirm: Annotated[int, typer.Option(help=_RTL_HELP["confirm"])] = 0,
+    name: Annotated[str | None, typer.Option(help=_RTL_HELP["name"])] = None,
 ) -> None:
     """Generate the accelerator's Verilog for a bundle (plus a copy of the bundle); with --device,
     the mapper picks the build."""
-    from codesign.hw.build import build_rtl
+    from codesign.hw.build import build_rtl, check_module_name
 
+    if name is not None:
+        check_module_name(name)  # before the mapper's search
     given = {
         k: v
         for k, v in {
@@ -760,7 +766,9 @@ def rtl(
         if v is not None
     }
     if device is not None:
-        info = _rtl_mapped(bundle, out, device, lanes, target, given, objective, step_rate, clock, confirm)
+        info = _rtl_mapped(
+            bundle, out, device, lanes, target, given, objective, step_rate, clock, confirm, name=name
+        )
     else:
         mapper_only = {"--step-rate": step_rate, "--clock": clock, "--objective": objective}
         named = [flag for flag, v in mapper_only.items() if v is not None] + (
@@ -775,7 +783,9 @@ def rtl(
             "share_updates": "off",
             "merge": "off",
         }
-        info = build_rtl(bundle, out, lanes=lanes or 1, target=target or "generic", **(defaults | given))
+        info = build_rtl(
+            bundle, out, lanes=lanes or 1, target=target or "generic", name=name, **(defaults | given)
+        )
     _print_build(info, out)
 
 
@@ -790,6 +800,8 @@ def _rtl_mapped(
     step_rate: float | None,
     clock: float | None,
     confirm: int,
+    *,
+    name: str | None = None,
 ) -> dict:
     """``codesign rtl --device``: the mapper's choice, its table, and the build with its record."""
     from codesign.hw.build import build_rtl
@@ -825,7 +837,9 @@ def _rtl_mapped(
     wide.print(mapping_table(mapping))
     console.print(f"chosen: {mapping.reason}", highlight=False, soft_wrap=True)
     w = mapping.winner
-    return build_rtl(bundle, out, lanes=w.lanes, target=chip.target, mapping=mapping.record(), **w.options)
+    return build_rtl(
+        bundle, out, lanes=w.lanes, target=chip.target, mapping=mapping.record(), name=name, **w.options
+    )
 
 
 def _print_build(info: dict, out: Path) -> None:
@@ -1002,12 +1016,14 @@ def _netlist_power(build: Path, netlist_dir: Path, device: str, report, played: 
     """Count the netlist simulation's events (codesign.hw.toggles) into ``BUILD/power/DEVICE.json``
     and print the FPGA power estimate at the device's board clock and 100 steps per second."""
     from codesign.atomic import write_text
+    from codesign.hw.build import build_top
     from codesign.hw.power import estimate, load_power_data
     from codesign.hw.toggles import netlist_cells, vcd_activity
 
     if not report.waveform:
         raise CodesignError("the simulation wrote no VCD to count toggles in", path=netlist_dir)
-    activity = vcd_activity(Path(report.waveform), netlist_cells(netlist_dir / "accelerator.v"))
+    top = build_top(netlist_dir)
+    activity = vcd_activity(Path(report.waveform), netlist_cells(netlist_dir / "accelerator.v", top), top=top)
     activity.update(
         device=device,
         basis="netlist",
