@@ -34,6 +34,7 @@ from codesign.bundle.cells import CELLS
 from codesign.bundle.io import MANIFEST, WEIGHTS
 from codesign.errors import CodesignError
 from codesign.hw.accelerator import WEIGHT_MODES, Accelerator
+from codesign.hw.faces import BUSES, AxiFace, identity_word
 from codesign.hw.plan import AcceleratorPlan
 
 __all__ = [
@@ -146,12 +147,13 @@ def payload_fields(layout, prefix: str = "", offset: int = 0) -> dict[str, dict[
     return out
 
 
-def _ports(accelerator: Accelerator) -> dict[str, dict[str, object]]:
-    ports: dict[str, dict[str, object]] = {
-        "clk": {"direction": "in", "width": 1},
-        "rst": {"direction": "in", "width": 1},
-    }
-    for path, member, value in accelerator.signature.flatten(accelerator):
+def _ports(
+    component: wiring.Component, clock: tuple[str, ...] = ("clk", "rst")
+) -> dict[str, dict[str, object]]:
+    """The top's Verilog ports: ``clock`` (the implicit domain's, as Amaranth adds them) and the
+    signature's members."""
+    ports: dict[str, dict[str, object]] = {name: {"direction": "in", "width": 1} for name in clock}
+    for path, member, value in component.signature.flatten(component):
         ports["__".join(map(str, path))] = {
             "direction": "in" if member.flow == wiring.In else "out",
             "width": len(value.as_value() if hasattr(value, "as_value") else value),
@@ -272,6 +274,7 @@ def build_rtl(
     merge: str = "off",
     mapping: dict | None = None,
     name: str | None = None,
+    bus: str = "stream",
 ) -> dict:
     """Generate ``accelerator.v`` for the bundle in ``bundle_dir`` into ``out_dir`` (atomically).
 
@@ -322,6 +325,10 @@ def build_rtl(
         The top module's name (:func:`check_module_name`); every other module is named after it
         (``NAME.layer0``, ``NAME.readout``, ...), so builds with different names share one design.
         ``None``: the bundle's name made an identifier (:func:`module_name`).
+    bus : ``"stream"`` or ``"axi"``
+        The top's face (:data:`codesign.hw.faces.BUSES`): the accelerator's own valid/ready
+        streams, or :class:`codesign.hw.faces.AxiFace` around it (AXI4-Stream inputs and results,
+        AXI4-Lite registers; ``build.json``: ``bus`` and ``axi``).
 
     Returns
     -------
@@ -334,6 +341,8 @@ def build_rtl(
         If the bundle is malformed or exceeds a hardware limit (the message names the field).
     """
     bundle_dir, out_dir = Path(bundle_dir), Path(out_dir)
+    if bus not in BUSES:
+        raise CodesignError(f"--bus must be one of {', '.join(BUSES)}, not {bus!r}")
     if weights not in WEIGHT_MODES:
         raise CodesignError(f"--weights must be one of {', '.join(WEIGHT_MODES)}, not {weights!r}")
     bundle = load_bundle(bundle_dir)
@@ -350,8 +359,19 @@ def build_rtl(
         share_updates=share_updates,
         merge=merge,
     )
-    text = drop_huge_init(verilog.convert(accelerator, name=top, emit_src=False), accelerator.plan)
+    face = None
+    if bus == "axi":
+        identity = identity_word(
+            plan_summary(accelerator.plan), weights, bundle.manifest.checksums.get(WEIGHTS), top
+        )
+        face = AxiFace(accelerator, identity)
+    text = drop_huge_init(verilog.convert(face or accelerator, name=top, emit_src=False), accelerator.plan)
     info = _build_info(accelerator, bundle, text, top=top, lanes=lanes, weights=weights, faults=faults)
+    info["bus"] = bus
+    if face is not None:
+        info["ports"] = _ports(face, clock=())
+        info["clock"], info["reset"] = "aclk", "aresetn (synchronous, active low)"
+        info["axi"] = _axi_info(face)
     if mapping is not None:
         info["mapping"] = mapping
     _write_build(bundle_dir, out_dir, text, info)
@@ -396,6 +416,23 @@ def _build_info(
         "cycle_floor_per_step": "sum over layers of ceil(d_l / P) x passes_l x work_l (work_0 = non-zero "
         "inputs or non-zero DCLS outputs, work_l = events of layer l-1; passes_l = cycles per slot with "
         "shared multipliers or digit-serial products, 1 without)",
+    }
+
+
+def _axi_info(face: AxiFace) -> dict:
+    """``build.json``'s ``axi``: identity, address width, register map and ``TDATA`` layouts."""
+    return {
+        "identity": face.identity,
+        "address_bits": len(face.s_axil_awaddr),
+        "registers": [dict(r) for r in face.registers],
+        "s_axis_tdata": payload_fields(face.input_layout),
+        "s_axis_tdata_bits": len(face.s_axis_tdata),
+        "s_axis_tlast": "last item of a step",
+        "s_axis_tuser": "last item of a sequence (with TLAST)",
+        "m_axis_tdata": payload_fields(face.result_layout),
+        "m_axis_tdata_bits": len(face.m_axis_tdata),
+        "m_axis_tlast": "last beat of a result (its class_index is the argmax)",
+        "m_axis_tuser": "last result of a sequence (with TLAST)",
     }
 
 
