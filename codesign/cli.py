@@ -717,6 +717,9 @@ _RTL_HELP = {
     "clock": "with --device: clock in MHz the step rate is checked at (default 30 on iCE40, 80 on ECP5)",
     "objective": "with --device: energy (the default), area or latency (cycles per step)",
     "confirm": "with --device: synthesise the N best candidates and pick on the measured figures",
+    "bus": "the top's face: stream (the accelerator's valid/ready ports, the default) or axi (AXI4-Stream "
+    "inputs and results, AXI4-Lite registers for identity, status, weights and counters; clock aclk, reset "
+    "aresetn; build.json: axi, docs/integration.md)",
     "name": "the top module's name, which every other module's name starts with (a letter or _, then "
     "letters, digits or _, at most 64 characters, no Verilog keyword); default: the bundle's name made "
     "such an identifier. Builds with different names share one design",
@@ -746,13 +749,17 @@ def rtl(
     objective: Annotated[str | None, typer.Option(help=_RTL_HELP["objective"])] = None,
     confirm: Annotated[int, typer.Option(help=_RTL_HELP["confirm"])] = 0,
     name: Annotated[str | None, typer.Option(help=_RTL_HELP["name"])] = None,
+    bus: Annotated[str, typer.Option(help=_RTL_HELP["bus"])] = "stream",
 ) -> None:
     """Generate the accelerator's Verilog for a bundle (plus a copy of the bundle); with --device,
     the mapper picks the build."""
     from codesign.hw.build import build_rtl, check_module_name
+    from codesign.hw.faces import BUSES
 
     if name is not None:
         check_module_name(name)  # before the mapper's search
+    if bus not in BUSES:
+        raise CodesignError(f"--bus {bus!r}: allowed: {', '.join(BUSES)}")
     given = {
         k: v
         for k, v in {
@@ -767,7 +774,18 @@ def rtl(
     }
     if device is not None:
         info = _rtl_mapped(
-            bundle, out, device, lanes, target, given, objective, step_rate, clock, confirm, name=name
+            bundle,
+            out,
+            device,
+            lanes,
+            target,
+            given,
+            objective,
+            step_rate,
+            clock,
+            confirm,
+            name=name,
+            bus=bus,
         )
     else:
         mapper_only = {"--step-rate": step_rate, "--clock": clock, "--objective": objective}
@@ -784,7 +802,13 @@ def rtl(
             "merge": "off",
         }
         info = build_rtl(
-            bundle, out, lanes=lanes or 1, target=target or "generic", name=name, **(defaults | given)
+            bundle,
+            out,
+            lanes=lanes or 1,
+            target=target or "generic",
+            name=name,
+            bus=bus,
+            **(defaults | given),
         )
     _print_build(info, out)
 
@@ -802,6 +826,7 @@ def _rtl_mapped(
     confirm: int,
     *,
     name: str | None = None,
+    bus: str = "stream",
 ) -> dict:
     """``codesign rtl --device``: the mapper's choice, its table, and the build with its record."""
     from codesign.hw.build import build_rtl
@@ -838,7 +863,14 @@ def _rtl_mapped(
     console.print(f"chosen: {mapping.reason}", highlight=False, soft_wrap=True)
     w = mapping.winner
     return build_rtl(
-        bundle, out, lanes=w.lanes, target=chip.target, mapping=mapping.record(), name=name, **w.options
+        bundle,
+        out,
+        lanes=w.lanes,
+        target=chip.target,
+        mapping=mapping.record(),
+        name=name,
+        bus=bus,
+        **w.options,
     )
 
 
@@ -858,6 +890,11 @@ def _print_build(info: dict, out: Path) -> None:
     console.print(
         f"verilog {Path(out) / 'accelerator.v'} (top {info['top']}, {info['weights']} weights): {engines}; "
         f"{len(plan['memories'])} memories, {bits} bits; target {plan['target']}, {len(plan['counters'])} counters"
+        + (
+            f"; {info['bus']} face (registers in build.json: axi)"
+            if info.get("bus", "stream") != "stream"
+            else ""
+        )
         + (f", multipliers shared ({plan['share']})" if plan["share"] != "off" else "")
         + (
             ", folded weights: "
