@@ -345,7 +345,7 @@ def area_report(
         "memories": memories,
         **figures,
         "cell_sizes_source": source,
-        "yosys_script": _yosys_script().strip().splitlines(),
+        "yosys_script": _yosys_script(top).strip().splitlines(),
         "seconds": round(seconds, 1),
     }
     write_text(work / "area.json", json.dumps(report, indent=2) + "\n")
