@@ -26,3 +26,15 @@ def test_fields_table_gives_bit_ranges() -> None:
         {"index": {"offset": 0, "width": 4, "signed": 0}, "value": {"offset": 4, "width": 8, "signed": 1}}
     )
     assert "| `index` | 3:0 | no |" in table and "| `value` | 11:4 | yes |" in table
+
+
+def test_wavedrom_and_table_show_fields_only_while_valid() -> None:
+    from codesign.hw.waves import wave_table, wavedrom
+
+    signals = [("v", "v", None), ("d", "d", "v")]
+    samples = [{"v": 0, "d": 5}, {"v": 1, "d": 5}, {"v": 1, "d": 5}, {"v": 1, "d": 6}, {"v": 0, "d": 6}]
+    drawn = wavedrom(samples, signals, 0, 5, "t")
+    assert drawn["signal"][0] == {"name": "clk", "wave": "p...."}
+    assert drawn["signal"][1]["wave"] == "01..0"
+    assert drawn["signal"][2] == {"name": "d", "wave": "x=.=x", "data": ["5", "6"]}
+    assert "| `d` | . | 5 | 5 | 6 | . |" in wave_table(samples, signals, 0, 5)

@@ -178,8 +178,37 @@ AXI_PORTS = {
 }
 
 
+def _waves() -> dict[str, str]:
+    """Timing diagrams of the example at P = 4 (:mod:`codesign.hw.waves`): a two-step sequence,
+    two items then an empty step, with a gap in the inputs and two cycles of result back-pressure."""
+    from codesign.bundle import load_bundle
+    from codesign.hw.accelerator import Accelerator
+    from codesign.hw.waves import INPUT_SIGNALS, RESULT_SIGNALS, capture, wave_table, wavedrom
+
+    bundle = load_bundle(ROOT / "models" / "bundles" / EXAMPLE)
+    seq = np.zeros((2, bundle.manifest.input.size), dtype=np.int64)
+    seq[0, 2], seq[0, 7] = 3, -2
+    samples = capture(Accelerator(bundle, lanes=4), seq, gaps=frozenset({1}), stall=2)
+    last_in = max(c for c, x in enumerate(samples) if x["in_valid"] and x["in_ready"])
+    first_out = min(c for c, x in enumerate(samples) if x["res_valid"])
+    windows = {
+        "inputs": (0, last_in + 3, INPUT_SIGNALS),
+        "results": (first_out - 1, len(samples), RESULT_SIGNALS),
+    }
+    drawn = [
+        wavedrom(samples, signals, a, b, f"{name}, cycles {a} to {b - 1}")
+        for name, (a, b, signals) in windows.items()
+    ]
+    return {
+        "wave-inputs": wave_table(samples, INPUT_SIGNALS, *windows["inputs"][:2]),
+        "wave-results": wave_table(samples, RESULT_SIGNALS, *windows["results"][:2]),
+        "wavedrom": "\n\n".join(f"```json\n{json.dumps(d)}\n```" for d in drawn),
+    }
+
+
 def blocks(latency: bool = True) -> dict[str, str]:
-    """Every generated block of the page by name (``latency=False`` skips the simulation)."""
+    """Every generated block of the page by name (``latency=False`` skips the simulations: the
+    latency rows and the timing diagrams)."""
     stream, axi = _build(EXAMPLE), _build(f"{EXAMPLE}_axi")
     out = {
         "stream-ports": ports_table(stream, STREAM_PORTS),
@@ -193,6 +222,7 @@ def blocks(latency: bool = True) -> dict[str, str]:
     }
     if latency:
         out["latency"] = _latency_rows()
+        out |= _waves()
     return out
 
 
