@@ -111,7 +111,7 @@ def test_every_module_carries_the_top_name(two_builds: tuple[Path, Path]) -> Non
 
 
 @pytest.mark.sim
-@pytest.mark.parametrize("sim", ["icarus", "verilator"])
+@pytest.mark.parametrize("sim", ["icarus", pytest.param("verilator", marks=pytest.mark.long)])
 def test_two_builds_in_one_top_simulate_bit_exact(two_builds, sim: str, tmp_path: Path) -> None:
     a, b = two_builds
     for face, other in ((a, b), (b, a)):
