@@ -8,7 +8,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export VIRTUAL_ENV := $(CURDIR)/$(VENV)
 unexport VERILATOR_ROOT
 
-LINT_PATHS := $(wildcard codesign tests verification)
+LINT_PATHS := $(wildcard codesign tests verification examples)
 
 .DEFAULT_GOAL := help
 .PHONY: help setup demo test test-long sim sim-netlist rtl analog bench fpga report docs lint doctor clean

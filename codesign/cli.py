@@ -723,6 +723,8 @@ _RTL_HELP = {
     "name": "the top module's name, which every other module's name starts with (a letter or _, then "
     "letters, digits or _, at most 64 characters, no Verilog keyword); default: the bundle's name made "
     "such an identifier. Builds with different names share one design",
+    "inputs": "with --device: .npy (N, T, M), float (quantized here) or integer, that the mapper's cycle "
+    "model plays (default: the bundle's own test set, else random integers)",
 }
 
 
@@ -748,6 +750,7 @@ def rtl(
     clock: Annotated[float | None, typer.Option(help=_RTL_HELP["clock"])] = None,
     objective: Annotated[str | None, typer.Option(help=_RTL_HELP["objective"])] = None,
     confirm: Annotated[int, typer.Option(help=_RTL_HELP["confirm"])] = 0,
+    inputs: Annotated[Path | None, typer.Option(help=_RTL_HELP["inputs"])] = None,
     name: Annotated[str | None, typer.Option(help=_RTL_HELP["name"])] = None,
     bus: Annotated[str, typer.Option(help=_RTL_HELP["bus"])] = "stream",
 ) -> None:
@@ -773,6 +776,7 @@ def rtl(
         if v is not None
     }
     if device is not None:
+        seqs = None if inputs is None else _mapper_inputs(bundle, inputs)
         info = _rtl_mapped(
             bundle,
             out,
@@ -784,11 +788,17 @@ def rtl(
             step_rate,
             clock,
             confirm,
+            seqs,
             name=name,
             bus=bus,
         )
     else:
-        mapper_only = {"--step-rate": step_rate, "--clock": clock, "--objective": objective}
+        mapper_only = {
+            "--step-rate": step_rate,
+            "--clock": clock,
+            "--objective": objective,
+            "--inputs": inputs,
+        }
         named = [flag for flag, v in mapper_only.items() if v is not None] + (
             ["--confirm"] if confirm else []
         )
@@ -813,6 +823,16 @@ def rtl(
     _print_build(info, out)
 
 
+def _mapper_inputs(bundle: Path, inputs: Path) -> list[np.ndarray]:
+    """``--inputs`` as integer sequences on the bundle's input grid (:meth:`codesign.api.Bundle.integer_inputs`)."""
+    from codesign.api import load
+
+    try:
+        return list(load(bundle).integer_inputs(load_npy(inputs, "inputs"), "--inputs"))
+    except CodesignError as err:
+        raise CodesignError(str(err), path=inputs) from None
+
+
 def _rtl_mapped(
     bundle: Path,
     out: Path,
@@ -824,6 +844,7 @@ def _rtl_mapped(
     step_rate: float | None,
     clock: float | None,
     confirm: int,
+    inputs: list[np.ndarray] | None = None,
     *,
     name: str | None = None,
     bus: str = "stream",
@@ -854,6 +875,7 @@ def _rtl_mapped(
         fixed=given,
         lanes=lanes,
         progress=say,
+        inputs=inputs,
     )
     if confirm:
         work = Path(out).parent / f".{Path(out).name}.confirm"

@@ -81,6 +81,9 @@ class Board:
         identify: bool = True,
     ) -> Board:
         """Open ``port`` for ``build`` and check the identity word (unless ``identify`` is false)."""
+        from codesign.extras import require
+
+        require("serial", "the board's UART link")
         import serial
 
         protocol = BoardProtocol.from_build(build)
@@ -110,6 +113,9 @@ class Board:
 
     # the link
     def _write(self, data: bytes) -> None:
+        from codesign.extras import require
+
+        require("serial", "the board's UART link")
         import serial
 
         try:
@@ -122,6 +128,9 @@ class Board:
     def _messages(self, count: int, what: str) -> list[tuple[str, int]]:
         """The next ``count`` messages; a gap of ``timeout_s`` without a byte is an error."""
         deadline = time.monotonic() + self.timeout_s
+        from codesign.extras import require
+
+        require("serial", "the board's UART link")
         import serial
 
         while len(self._queue) < count:

