@@ -6,7 +6,7 @@ slave ``s_axil_*`` (registers). cocotbext-axi's ``AxiStreamSource``, ``AxiStream
 ``AxiLiteMaster`` drive them, each channel with random stalls (a pause generator on TVALID of the
 inputs, on TREADY of the results, and on every AXI4-Lite channel: AW, W, B, AR, R).
 
-The test reads the identity and information words, loads the weights through the ``CFG_*``
+The test reads the identity and information words, checks byte writes (``WSTRB``), loads the weights through the ``CFG_*``
 registers where the build takes them at run time (a ``--weights spram`` build first shows that
 it refuses inputs until ``CONTROL.loaded``), sends random sequences (one AXI4-Stream packet per
 step), compares every result beat with the golden model bit-exact, and reads the counters of
@@ -135,6 +135,20 @@ def compare(host: AxiHost, plan, frame: AxiStreamFrame, want: tuple[list[int], i
     return None
 
 
+async def check_strobes(host: AxiHost, plan) -> None:
+    """``WSTRB`` selects bytes: a one-byte write to CFG_ADDR changes that byte only (within the
+    register's width), and the register reads back what was written."""
+    mask = (1 << plan.config_addr_bits) - 1
+    await host.write("CFG_ADDR", 0x5A5A5A5A)
+    resp = await host.lite.write(host.registers["CFG_ADDR"] + 1, b"\xc3")  # WSTRB 0b0010
+    assert resp.resp == 0, f"a byte write answers {resp.resp}"
+    got = await host.read("CFG_ADDR")
+    assert got == 0x5A5AC35A & mask, (
+        f"CFG_ADDR after a byte write: 0x{got:x}, expected 0x{0x5A5AC35A & mask:x}"
+    )
+    await host.write("CFG_ADDR", 0)
+
+
 async def load_weights(dut, host: AxiHost, bundle, plan, record: dict) -> None:
     """A runtime or spram build's parameters through the CFG_* registers; a spram build must
     refuse inputs before ``CONTROL.loaded`` and accept them after."""
@@ -202,6 +216,7 @@ async def sequences_over_axi(dut):
         assert await host.read("INFO") == info_reg["reset"], "INFO differs from the register map"
         bad = await host.lite.read(0x0FC, 4)
         assert bad.resp == 0b10, f"an unmapped address answers {bad.resp}, expected SLVERR"
+        await check_strobes(host, plan)
         await load_weights(dut, host, bundle, plan, record)
         sequences = random_vectors(
             bundle, vectors=job["vectors"], seed=job["seed"], max_steps=job["max_steps"]
