@@ -717,6 +717,12 @@ _RTL_HELP = {
     "clock": "with --device: clock in MHz the step rate is checked at (default 30 on iCE40, 80 on ECP5)",
     "objective": "with --device: energy (the default), area or latency (cycles per step)",
     "confirm": "with --device: synthesise the N best candidates and pick on the measured figures",
+    "bus": "the top's face: stream (the accelerator's valid/ready ports, the default) or axi (AXI4-Stream "
+    "inputs and results, AXI4-Lite registers for identity, status, weights and counters; clock aclk, reset "
+    "aresetn; build.json: axi, docs/integration.md)",
+    "name": "the top module's name, which every other module's name starts with (a letter or _, then "
+    "letters, digits or _, at most 64 characters, no Verilog keyword); default: the bundle's name made "
+    "such an identifier. Builds with different names share one design",
     "inputs": "with --device: .npy (N, T, M), float (quantized here) or integer, that the mapper's cycle "
     "model plays (default: the bundle's own test set, else random integers)",
 }
@@ -781,15 +787,32 @@ def rtl(
     objective: Annotated[str | None, typer.Option(help=_RTL_HELP["objective"])] = None,
     confirm: Annotated[int, typer.Option(help=_RTL_HELP["confirm"])] = 0,
     inputs: Annotated[Path | None, typer.Option(help=_RTL_HELP["inputs"])] = None,
+    name: Annotated[str | None, typer.Option(help=_RTL_HELP["name"])] = None,
+    bus: Annotated[str, typer.Option(help=_RTL_HELP["bus"])] = "stream",
 ) -> None:
     """Generate the accelerator's Verilog for a bundle (plus a copy of the bundle); with --device,
     the mapper picks the build."""
-    from codesign.hw.build import build_rtl
+    from codesign.hw.build import build_rtl, check_module_name
+    from codesign.hw.faces import BUSES
 
     if _is_feature_bundle(bundle):
-        _rtl_features(bundle, out, weights, lanes=lanes, device=device, counters=counters, inputs=inputs)
+        _rtl_features(
+            bundle,
+            out,
+            weights,
+            lanes=lanes,
+            device=device,
+            counters=counters,
+            inputs=inputs,
+            name=name,
+            bus=None if bus == "stream" else bus,
+        )
         return
 
+    if name is not None:
+        check_module_name(name)  # before the mapper's search
+    if bus not in BUSES:
+        raise CodesignError(f"--bus {bus!r}: allowed: {', '.join(BUSES)}")
     given = {
         k: v
         for k, v in {
@@ -805,7 +828,19 @@ def rtl(
     if device is not None:
         seqs = None if inputs is None else _mapper_inputs(bundle, inputs)
         info = _rtl_mapped(
-            bundle, out, device, lanes, target, given, objective, step_rate, clock, confirm, seqs
+            bundle,
+            out,
+            device,
+            lanes,
+            target,
+            given,
+            objective,
+            step_rate,
+            clock,
+            confirm,
+            seqs,
+            name=name,
+            bus=bus,
         )
     else:
         mapper_only = {
@@ -826,7 +861,15 @@ def rtl(
             "share_updates": "off",
             "merge": "off",
         }
-        info = build_rtl(bundle, out, lanes=lanes or 1, target=target or "generic", **(defaults | given))
+        info = build_rtl(
+            bundle,
+            out,
+            lanes=lanes or 1,
+            target=target or "generic",
+            name=name,
+            bus=bus,
+            **(defaults | given),
+        )
     _print_build(info, out)
 
 
@@ -852,6 +895,9 @@ def _rtl_mapped(
     clock: float | None,
     confirm: int,
     inputs: list[np.ndarray] | None = None,
+    *,
+    name: str | None = None,
+    bus: str = "stream",
 ) -> dict:
     """``codesign rtl --device``: the mapper's choice, its table, and the build with its record."""
     from codesign.hw.build import build_rtl
@@ -888,7 +934,16 @@ def _rtl_mapped(
     wide.print(mapping_table(mapping))
     console.print(f"chosen: {mapping.reason}", highlight=False, soft_wrap=True)
     w = mapping.winner
-    return build_rtl(bundle, out, lanes=w.lanes, target=chip.target, mapping=mapping.record(), **w.options)
+    return build_rtl(
+        bundle,
+        out,
+        lanes=w.lanes,
+        target=chip.target,
+        mapping=mapping.record(),
+        name=name,
+        bus=bus,
+        **w.options,
+    )
 
 
 def _print_build(info: dict, out: Path) -> None:
@@ -907,6 +962,11 @@ def _print_build(info: dict, out: Path) -> None:
     console.print(
         f"verilog {Path(out) / 'accelerator.v'} (top {info['top']}, {info['weights']} weights): {engines}; "
         f"{len(plan['memories'])} memories, {bits} bits; target {plan['target']}, {len(plan['counters'])} counters"
+        + (
+            f"; {info['bus']} face (registers in build.json: axi)"
+            if info.get("bus", "stream") != "stream"
+            else ""
+        )
         + (f", multipliers shared ({plan['share']})" if plan["share"] != "off" else "")
         + (
             ", folded weights: "
@@ -1065,12 +1125,14 @@ def _netlist_power(build: Path, netlist_dir: Path, device: str, report, played: 
     """Count the netlist simulation's events (codesign.hw.toggles) into ``BUILD/power/DEVICE.json``
     and print the FPGA power estimate at the device's board clock and 100 steps per second."""
     from codesign.atomic import write_text
+    from codesign.hw.build import build_top
     from codesign.hw.power import estimate, load_power_data
     from codesign.hw.toggles import netlist_cells, vcd_activity
 
     if not report.waveform:
         raise CodesignError("the simulation wrote no VCD to count toggles in", path=netlist_dir)
-    activity = vcd_activity(Path(report.waveform), netlist_cells(netlist_dir / "accelerator.v"))
+    top = build_top(netlist_dir)
+    activity = vcd_activity(Path(report.waveform), netlist_cells(netlist_dir / "accelerator.v", top), top=top)
     activity.update(
         device=device,
         basis="netlist",

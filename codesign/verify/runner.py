@@ -383,6 +383,12 @@ def _check_request(build_dir, tests, waves, inputs, labels, vectors, seed, bundl
     if waves not in ("on_failure", "always", "never"):
         raise CodesignError(f"waves must be on_failure, always or never, not {waves!r}")
     build = json.loads((build_dir / BUILD_JSON).read_text())
+    if build.get("bus", "stream") != "stream":
+        raise CodesignError(
+            f"this build has the {build['bus']} face; the testbench drives the stream face: rebuild with "
+            "--bus stream (an AXI build runs in codesign.verify.axi.run_axi)",
+            path=build_dir,
+        )
     bundle = load_bundle(build_dir)
     inputs = None if inputs is None else Path(inputs).resolve()
     # Validate the inputs here so a bad file is a one-line error, not a testbench traceback.
