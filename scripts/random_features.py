@@ -151,6 +151,18 @@ def table(entries: list[str], units: list[int], seeds: list[int], results: dict,
         "|---|---|",
     ]
     lines += smallest
+    lines += ["", "One size for every set (no per-set choice), mean over seeds:", ""]
+    lines += ["| units asked for | within 3 points of MiniRocket | within 5 | within 10 | worst gap |"]
+    lines += ["|---|---|---|---|---|"]
+    for u in units:
+        gaps = []
+        for entry in entries:
+            name = _task(entry)["name"]
+            mr = np.mean([results[(name, "mr", s)]["minirocket"] for s in seeds])
+            gaps.append(100 * (np.mean([results[(name, u, s)]["golden"] for s in seeds]) - mr))
+        counts = [sum(g >= -k for g in gaps) for k in (3, 5, 10)]
+        cells = " | ".join(f"{c} of {len(gaps)}" for c in counts)
+        lines.append(f"| {u} | {cells} | {min(gaps):+.1f} |")
     lines += ["", f"Made by: `{command}`", ""]
     return "\n".join(lines)
 
@@ -163,12 +175,13 @@ def plot(entries: list[str], units: list[int], seeds: list[int], results: dict, 
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for entry in entries:
+    colours = plt.get_cmap("tab20").colors
+    for i, entry in enumerate(entries):
         name = _task(entry)["name"]
         mr = np.mean([results[(name, "mr", s)]["minirocket"] for s in seeds])
         bits = [results[(name, u, seeds[0])]["memory_bits"] for u in units]
         gaps = [100 * (np.mean([results[(name, u, s)]["golden"] for s in seeds]) - mr) for u in units]
-        ax.plot(bits, gaps, marker="o", label=name)
+        ax.plot(bits, gaps, marker="os^D"[i % 4], color=colours[i % len(colours)], label=name)
     ax.axhline(-2, color="grey", linestyle="--", linewidth=0.8)
     ax.set_xscale("log")
     ax.set_xlabel("memory bits (arrays, counters, delay line, readout)")
