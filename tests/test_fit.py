@@ -115,6 +115,12 @@ def test_check_files_errors(tmp_path, files):
         check_files(tmp_path / "nope.npz", test, 3)
     with pytest.raises(CodesignError, match="test file not found"):
         check_files(train, tmp_path / "nope.ts", 3)
+    two_channels = tmp_path / "two.npz"
+    np.savez(two_channels, X=np.zeros((6, 12, 2)), y=np.array(list("ababab")))
+    with pytest.raises(
+        CodesignError, match="series of 2 channels, but the training file .* holds series of 1"
+    ):
+        check_files(train, two_channels, 3)
     three = write_npz(tmp_path / "three.npz", 12, classes=3)
     with pytest.raises(CodesignError, match=r"labels \['c'\] do not occur in the training file"):
         check_files(train, three, 3)

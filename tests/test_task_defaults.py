@@ -201,3 +201,19 @@ def test_a_bad_front_end_is_named_before_training(dcls, message) -> None:
 
     with pytest.raises(CodesignError, match=message):
         parse_recipe(_model(cell_options={"dcls": dcls}))
+
+
+def test_series_scaling_is_decided_on_a_file_with_missing_values_when_they_are_filled(tmp_path: Path) -> None:
+    """Levels six orders of magnitude apart pick series scaling; a NaN inside a series must not
+    make the check fall back to channel scaling when task.missing fills it."""
+    import numpy as np
+
+    from codesign.train.defaults import series_scaled
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((8, 20)) * np.repeat(10.0 ** (2 * np.arange(4)), 2)[:, None]
+    x[1, 5] = np.nan
+    np.savez(tmp_path / "t.npz", X=x, y=np.array(list("abababab")))
+    task = {"name": "files", "train": str(tmp_path / "t.npz")}
+    assert not series_scaled(task)  # refused by default: the task names the value when built
+    assert series_scaled(dict(task, missing="ffill"))

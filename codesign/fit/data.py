@@ -46,6 +46,13 @@ def check_files(train: str | Path, test: str | Path, folds: int) -> FitData:
             raise CodesignError(f"{what} file not found", path=path)
     x_train, y_train = read_labelled_series(train)
     x_test, y_test = read_labelled_series(test)
+    c_train, c_test = x_train[0].shape[0], x_test[0].shape[0]
+    if c_test != c_train:
+        raise CodesignError(
+            f"series of {c_test} channels, but the training file {train} holds series of {c_train}: "
+            "both files need the same channels",
+            path=test,
+        )
     counts = Counter(str(v) for v in y_train)
     unseen = sorted({str(v) for v in y_test} - set(counts))
     if unseen:

@@ -81,7 +81,9 @@ def series_scaled(task: Mapping[str, Any]) -> bool:
         if task.get("name") == "uea":
             series = training_series(str(task.get("dataset", UEADataset.dataset)))
         else:
-            series = read_labelled_series(str(task.get("train", "")))[0]
+            series = read_labelled_series(str(task.get("train", "")), missing=task.get("missing", "refuse"))[
+                0
+            ]
         return resolve_normalize("auto", series) == "series"
     except (CodesignError, OSError, ValueError):
         return False
