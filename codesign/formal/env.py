@@ -46,7 +46,7 @@ def legal_items(m: Module, plan: AcceleratorPlan, items) -> Handed:
     held_stream(m, items.valid, items.ready, payload.as_value(), "items")
     size = plan.input_size
     seen = Signal(size, name="items_seen")  # indices of the step's non-zero items so far
-    m.d.comb += Assume(payload.seq_end.implies(payload.step_end))
+    m.d.comb += Assume(~payload.seq_end | payload.step_end)
     if 2 ** len(payload.index) > size:
         m.d.comb += Assume(payload.index < size)
     with m.If(items.valid):
