@@ -28,6 +28,11 @@ RANDOM_SEEDS = range(6)
 LIVE = (("bundle:models/bundles/parity_hsru", "parity_hsru", 4),)
 """(source, name, lanes) of the designs whose liveness bound is proven to its full depth."""
 
+DEEP_DEPTH = 40
+DEEP = ("parity_hsru",)
+"""Reference bundles whose stream rules are also proven (and covered) to :data:`DEEP_DEPTH`, a depth
+that holds whole sequences: the first result of ``parity_hsru`` at P = 1 is reachable at cycle 35."""
+
 MUTANT_CHECKS = ("stream", "unit", "live")
 """The checks each mutant meets (on the smallest design that exposes it)."""
 
@@ -96,6 +101,31 @@ def plan_jobs(root: Path = REFERENCE, *, mutants: bool = True) -> list[dict]:
             jobs += _design_jobs(source, name, lanes, config=name == "parity_hsru")
     for seed in RANDOM_SEEDS:
         jobs += _design_jobs(f"random:{seed}", f"random{seed}", 4, config=True)
+    for name in DEEP:
+        source = f"bundle:{root / name}"
+        for lanes in (1, 4):
+            for mode in ("bmc", "cover"):
+                jobs.append(
+                    {
+                        "source": source,
+                        "design": name,
+                        "lanes": lanes,
+                        "check": "stream",
+                        "mode": mode,
+                        "depth": DEEP_DEPTH,
+                    }
+                )
+        jobs.append(
+            {
+                "source": source,
+                "design": name,
+                "lanes": 1,
+                "weights": "frozen",
+                "check": "config",
+                "mode": "bmc",
+                "depth": CONFIG_DEPTH,
+            }
+        )
     jobs += [_live_job(*spec) for spec in LIVE]
     for device in ("up5k", "hx8k"):
         jobs.append(
