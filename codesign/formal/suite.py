@@ -34,6 +34,8 @@ DEEP = ("parity_hsru",)
 that holds whole sequences: the first result of ``parity_hsru`` at P = 1 is reachable at cycle 35."""
 
 MUTANT_CHECKS = ("stream", "unit", "live")
+MUTANT_LIVE_SLACK = 9
+"""Cycles the mutant's liveness check runs past the bound's own depth."""
 """The checks each mutant meets (on the smallest design that exposes it)."""
 
 
@@ -88,7 +90,8 @@ def mutant_jobs() -> list[dict]:
         jobs.append(dict(base, check="stream", mode="bmc", depth=STREAM_DEPTH))
         jobs.append(dict(base, check="unit", mode="bmc", depth=1))
         if fault == "stalled_beat_lost":
-            jobs.append(dict(_live_job(source, name, lanes), faults=[fault]))
+            live = _live_job(source, name, lanes)  # room for a beat dropped a few cycles in
+            jobs.append(dict(live, faults=[fault], depth=live["depth"] + MUTANT_LIVE_SLACK))
     return jobs
 
 
