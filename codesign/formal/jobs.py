@@ -129,7 +129,9 @@ def _equiv_check(bundle: Bundle, job: dict, timeout: float, keep: Path | None) -
     device = job.get("device", "up5k")
     options = dict(job, target="up5k" if device == "up5k" else "generic")
     start = time.monotonic()
-    text = miter_rtlil(make_accelerator(bundle, options), device, timeout=timeout)
+    gate_faults = job.get("gate_faults")  # the netlist of a mutant against the RTL: must fail
+    gate = make_accelerator(bundle, dict(options, faults=gate_faults)) if gate_faults else None
+    text = miter_rtlil(make_accelerator(bundle, options), device, gate=gate, timeout=timeout)
     proof = run_sby(
         None, mode=job.get("mode", "bmc"), depth=job["depth"], timeout=timeout, keep=keep, rtlil_text=text
     )

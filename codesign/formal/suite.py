@@ -13,10 +13,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from codesign.atomic import write_text
+from codesign.formal.equiv import EQUIV_DEVICES
 from codesign.formal.jobs import job_key, load_design, run_job
 from codesign.hw.faults import FAULTS
 
-__all__ = ["MUTANT_CHECKS", "REFERENCE", "mutant_jobs", "plan_jobs", "run_suite", "write_report"]
+__all__ = ["MUTANT_CHECKS", "REFERENCE", "expected", "mutant_jobs", "plan_jobs", "run_suite", "write_report"]
 
 REFERENCE = Path("models/bundles")
 """The reference bundles every tier draws from."""
@@ -37,6 +38,27 @@ MUTANT_CHECKS = ("stream", "unit", "live")
 MUTANT_LIVE_SLACK = 9
 """Cycles the mutant's liveness check runs past the bound's own depth."""
 """The checks each mutant meets (on the smallest design that exposes it)."""
+
+
+MUTANT_NETLIST = {
+    "source": "random:11",
+    "design": "random11",
+    "lanes": 4,
+    "check": "equiv",
+    "device": "hx8k",
+    "mode": "bmc",
+    "depth": 12,
+    "gate_faults": ["sign0_flipped"],
+}
+"""The equivalence's own check: the netlist of a mutant against the RTL without it must fail."""
+
+
+def expected(row: dict) -> bool:
+    """Whether ``row`` came out as the suite expects: a design's check passes (or does not apply),
+    the miter of a mutant's netlist fails; a mutant's own rows may go either way."""
+    if row.get("gate_faults"):
+        return row["status"] == "FAIL"
+    return bool(row.get("faults")) or row["status"] in ("PASS", "N/A")
 
 
 def _reference_designs(root: Path) -> list[tuple[str, str]]:
@@ -130,7 +152,7 @@ def plan_jobs(root: Path = REFERENCE, *, mutants: bool = True) -> list[dict]:
             }
         )
     jobs += [_live_job(*spec) for spec in LIVE]
-    for device in ("up5k", "hx8k"):
+    for device in EQUIV_DEVICES:
         jobs.append(
             {
                 "source": f"bundle:{root / 'parity_hsru'}",
@@ -146,6 +168,7 @@ def plan_jobs(root: Path = REFERENCE, *, mutants: bool = True) -> list[dict]:
         )
     if mutants:
         jobs += mutant_jobs()
+        jobs.append(MUTANT_NETLIST)
     seen, unique = set(), []
     for job in jobs:
         key = job_key(job)
@@ -198,7 +221,7 @@ def _design_table(rows: list[dict]) -> list[str]:
         "|---|---|---|---|---|---|---|",
     ]
     for row in rows:
-        if row.get("faults"):
+        if row.get("faults") or row.get("gate_faults"):
             continue
         check = row["check"] + (f" {row['device']}" if row.get("device") else "")
         lines.append(
@@ -243,8 +266,15 @@ def _mutant_table(rows: list[dict]) -> list[str]:
 
 def write_report(rows: list[dict], path: Path, command: str) -> None:
     """The suite's rows as ``path`` (Markdown): the designs' checks, then the mutants."""
-    passed = sum(1 for r in rows if not r.get("faults") and r["status"] in ("PASS", "N/A"))
-    designs = sum(1 for r in rows if not r.get("faults"))
+    plain = [r for r in rows if not r.get("faults") and not r.get("gate_faults")]
+    passed = sum(1 for r in plain if r["status"] in ("PASS", "N/A"))
+    designs = len(plain)
+    netlists = [
+        f"- the {r['device']} netlist of `{r['design']}` at P = {r['lanes']} built with "
+        f"`{', '.join(r['gate_faults'])}` against the RTL without it: {_verdict(r)} ({r['seconds']} s)"
+        for r in rows
+        if r.get("gate_faults")
+    ]
     seconds = sum(r["seconds"] for r in rows)
     text = [
         "# Formal checks of the accelerator",
@@ -262,6 +292,10 @@ def write_report(rows: list[dict], path: Path, command: str) -> None:
         "exposes it; a check that fails has caught it (`pass`: the check holds despite the fault).",
         "",
         *_mutant_table(rows),
+        "",
+        "The equivalence check on a netlist that differs from its RTL (it must fail):",
+        "",
+        *netlists,
         "",
     ]
     write_text(path, "\n".join(text))
