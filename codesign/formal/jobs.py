@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import time
 from pathlib import Path
 
@@ -163,10 +164,23 @@ def run_job(job: dict, *, timeout: float = 900, keep: Path | None = None) -> dic
     )
 
 
+def _message(path: str, line: int) -> str | None:
+    """The quoted message of the ``Assert`` or ``Cover`` written at ``path:line``, if it has one."""
+    try:
+        text = Path(path).read_text().splitlines()[line - 1]
+    except (OSError, IndexError):
+        return None
+    quoted = re.findall(r'"([^"]+)"', text)
+    return quoted[-1] if quoted else None
+
+
 def _short(line: str) -> str:
-    """A failure line with the source path cut to ``file.py:line``."""
-    words = [
-        w.rsplit("/", 1)[-1] if w.endswith(tuple(f":{i}" for i in range(10))) or ".py:" in w else w
-        for w in line.split()
-    ]
+    """A failure line with every source path cut to its file name and the property's message
+    added (``harness.py:116 (final marks the last group)``)."""
+    words = []
+    for word in line.split():
+        hit = re.fullmatch(r"(\S+\.py):(\d+)", word)
+        message = _message(hit.group(1), int(hit.group(2))) if hit else None
+        word = word.rsplit("/", 1)[-1] if "/" in word else word
+        words.append(f"{word} ({message})" if message else word)
     return " ".join(words)
