@@ -36,6 +36,9 @@ that holds whole sequences: the first result of ``parity_hsru`` at P = 1 is reac
 
 MUTANT_CHECKS = ("stream", "unit", "live")
 MUTANT_LIVE_SLACK = 9
+UNIT_FAULTS = ("sat_off_by_one", "sign0_flipped", "eps_ignored")
+UNIT_REFERENCE = "japanese_vowels_cmru_d8"
+"""The reference bundle the update unit's faults also meet (a CMRU layer with eps 1)."""
 """Cycles the mutant's liveness check runs past the bound's own depth."""
 """The checks each mutant meets (on the smallest design that exposes it)."""
 
@@ -97,8 +100,9 @@ def _live_job(source: str, name: str, lanes: int) -> dict:
     }
 
 
-def mutant_jobs() -> list[dict]:
-    """Every fault of :data:`FAULTS` on the smallest random design that exposes it, per check."""
+def mutant_jobs(root: Path = REFERENCE) -> list[dict]:
+    """Every fault of :data:`FAULTS` on the smallest random design that exposes it, per check; the
+    update unit's faults also on :data:`UNIT_REFERENCE`."""
     designs = [(f"random:{seed}", load_design(f"random:{seed}").manifest) for seed in range(40)]
     jobs = []
     for fault in FAULTS:
@@ -114,6 +118,9 @@ def mutant_jobs() -> list[dict]:
         if fault == "stalled_beat_lost":
             live = _live_job(source, name, lanes)  # room for a beat dropped a few cycles in
             jobs.append(dict(live, faults=[fault], depth=live["depth"] + MUTANT_LIVE_SLACK))
+        if fault in UNIT_FAULTS:  # and on a reference CMRU layer with eps 1 (where the clip can act)
+            reference = {"source": f"bundle:{root / UNIT_REFERENCE}", "design": UNIT_REFERENCE, "lanes": 1}
+            jobs.append(dict(reference, faults=[fault], check="unit", mode="bmc", depth=1))
     return jobs
 
 
@@ -167,7 +174,7 @@ def plan_jobs(root: Path = REFERENCE, *, mutants: bool = True) -> list[dict]:
             }
         )
     if mutants:
-        jobs += mutant_jobs()
+        jobs += mutant_jobs(root)
         jobs.append(MUTANT_NETLIST)
     seen, unique = set(), []
     for job in jobs:
@@ -235,32 +242,31 @@ def _mutant_table(rows: list[dict]) -> list[str]:
         "| fault | design | P | " + " | ".join(MUTANT_CHECKS) + " | caught by proof |",
         "|---|---|---|" + "---|" * (len(MUTANT_CHECKS) + 1),
     ]
-    by_fault: dict[str, dict[str, dict]] = {}
+    found: dict[tuple[str, str], dict[str, dict]] = {}
     for row in rows:
         for fault in row.get("faults", ()):
-            by_fault.setdefault(fault, {})[row["check"]] = row
+            found.setdefault((fault, row["design"]), {})[row["check"]] = row
     for fault in FAULTS:
-        if fault not in by_fault:
+        keys = [key for key in found if key[0] == fault]
+        if not keys:
             lines.append(
-                f"| {fault} | (no random design of the suite exposes it) | | "
-                + " | " * len(MUTANT_CHECKS)
-                + "no |"
+                f"| {fault} | (no design of the suite exposes it) | |" + " |" * len(MUTANT_CHECKS) + " no |"
             )
-            continue
-        got = by_fault[fault]
-        first = next(iter(got.values()))
-        cells = []
-        for check in MUTANT_CHECKS:
-            row = got.get(check)
-            cells.append(
-                "-" if row is None else ("**caught**" if row["status"] == "FAIL" else row["status"].lower())
+        for key in keys:
+            got = found[key]
+            cells = []
+            for check in MUTANT_CHECKS:
+                row = got.get(check)
+                cells.append(
+                    "-"
+                    if row is None
+                    else ("**caught**" if row["status"] == "FAIL" else row["status"].lower())
+                )
+            caught = [c for c in MUTANT_CHECKS if got.get(c, {}).get("status") == "FAIL"]
+            lanes = next(iter(got.values()))["lanes"]
+            lines.append(
+                f"| {fault} | {key[1]} | {lanes} | " + " | ".join(cells) + f" | {', '.join(caught) or 'no'} |"
             )
-        caught = [c for c in MUTANT_CHECKS if got.get(c, {}).get("status") == "FAIL"]
-        lines.append(
-            f"| {fault} | {first['design']} | {first['lanes']} | "
-            + " | ".join(cells)
-            + f" | {', '.join(caught) or 'no'} |"
-        )
     return lines
 
 
