@@ -46,16 +46,22 @@ def job_key(job: dict) -> str:
     return f"{job['design']}-p{lanes}-{job['check']}-{job.get('mode', 'bmc')}{job.get('depth', 1)}-{digest}"
 
 
+_RANDOM = {"random": {}, "random-su": {"selective": True}, "random-stride": {"stride": True}}
+
+
 def load_design(source: str) -> Bundle:
-    """``bundle:PATH`` (a bundle or build directory) or ``random:SEED`` (a small family member)."""
+    """``bundle:PATH`` (a bundle or build directory), or ``random:SEED`` (a small family member;
+    ``random-su:SEED`` with selective update, ``random-stride:SEED`` with an input stride)."""
     kind, _, arg = source.partition(":")
     if kind == "bundle":
         return load_bundle(arg)
-    if kind == "random":
+    if kind in _RANDOM:
         from codesign.bundle.random import random_family_bundle
 
-        return random_family_bundle(int(arg), max_layers=2, max_size=4, max_inputs=3, max_classes=3)
-    raise CodesignError(f"design source {source!r}: expected bundle:PATH or random:SEED")
+        return random_family_bundle(
+            int(arg), max_layers=2, max_size=4, max_inputs=3, max_classes=3, **_RANDOM[kind]
+        )
+    raise CodesignError(f"design source {source!r}: expected bundle:PATH or {':SEED, '.join(_RANDOM)}:SEED")
 
 
 def accelerator_options(build: Path) -> dict:

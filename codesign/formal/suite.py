@@ -103,14 +103,18 @@ def _live_job(source: str, name: str, lanes: int) -> dict:
 def mutant_jobs(root: Path = REFERENCE) -> list[dict]:
     """Every fault of :data:`FAULTS` on the smallest random design that exposes it, per check; the
     update unit's faults also on :data:`UNIT_REFERENCE`."""
-    designs = [(f"random:{seed}", load_design(f"random:{seed}").manifest) for seed in range(40)]
+    designs = [
+        (f"{kind}:{seed}", load_design(f"{kind}:{seed}").manifest)
+        for kind in ("random", "random-su", "random-stride")
+        for seed in range(40)
+    ]
     jobs = []
     for fault in FAULTS:
         exposing = [(src, m) for src, m in designs if FAULTS[fault].exposed_by(m)]
         if not exposing:
             continue
         source, manifest = min(exposing, key=lambda sm: sum(x.size for x in sm[1].layers) + sm[1].input.size)
-        name = source.replace(":", "")
+        name = source.replace(":", "").replace("-", "_")
         lanes = max(x.size for x in manifest.layers)
         base = {"source": source, "design": name, "lanes": lanes, "faults": [fault]}
         jobs.append(dict(base, check="stream", mode="bmc", depth=STREAM_DEPTH))
