@@ -168,3 +168,23 @@ def test_suite_expectations():
     assert expected({"status": "PASS", "faults": ["sign0_flipped"]})  # a mutant may escape a check
     assert expected({"status": "FAIL", "gate_faults": ["sign0_flipped"]})
     assert not expected({"status": "PASS", "gate_faults": ["sign0_flipped"]})  # the miter must see it
+
+
+def test_prove_command_on_a_build(tmp_path):
+    from typer.testing import CliRunner
+
+    from codesign.cli import app
+
+    runner = CliRunner()
+    build = tmp_path / "build"
+    assert (
+        runner.invoke(
+            app, ["rtl", str(BUNDLES / "parity_hsru"), "--out", str(build), "--counters", "none"]
+        ).exit_code
+        == 0
+    )
+    res = runner.invoke(app, ["prove", str(build), "--depth", "4", "--checks", "stream,paths"])
+    assert res.exit_code == 0, res.output
+    assert "stream  depth   4: PASS" in res.output and "paths" in res.output
+    res = runner.invoke(app, ["prove", str(build), "--checks", "nothing"])
+    assert res.exit_code != 0 and "--checks nothing: each must be one of" in res.output
