@@ -61,7 +61,7 @@ def formal(
     workers: Annotated[int | None, typer.Option(help="Dask workers (default: one per core)")] = None,
     scheduler: Annotated[str | None, typer.Option(help="an existing Dask scheduler's address")] = None,
     mutants: Annotated[bool, typer.Option(help="run the FaultSet mutants too")] = True,
-    timeout: Annotated[float, typer.Option(help="seconds per check")] = 900,
+    timeout: Annotated[float, typer.Option(help="seconds per check")] = 1800,
 ) -> None:
     """The formal suite (make formal): reference and random designs, liveness, iCE40 equivalence,
     mutants; resumable through OUT/rows, on the Dask runner."""

@@ -195,23 +195,33 @@ def _run_one(job: dict, rows: str, timeout: float) -> dict:
     return row
 
 
+RETRIED = ("TIMEOUT", "ERROR")
+"""Row statuses a second run of the suite tries again (a check that ran out of time, or a tool
+that failed); every other row is kept."""
+
+
+def _done(path: Path) -> bool:
+    return path.exists() and json.loads(path.read_text())["status"] not in RETRIED
+
+
 def run_suite(
     jobs: list[dict],
     out: Path,
     *,
     workers: int | None = None,
     scheduler: str | None = None,
-    timeout: float = 900,
+    timeout: float = 1800,
     progress: Callable[[dict], None] | None = None,
 ) -> list[dict]:
-    """Run every job whose row is missing from ``out/rows`` on the Dask cluster; return all rows."""
+    """Run every job whose row is missing from ``out/rows`` (or :data:`RETRIED`) on the Dask
+    cluster; return all rows."""
     from distributed import as_completed
 
     from codesign.runner import dask_client
 
     rows_dir = out / "rows"
     rows_dir.mkdir(parents=True, exist_ok=True)
-    todo = [job for job in jobs if not (rows_dir / f"{job_key(job)}.json").exists()]
+    todo = [job for job in jobs if not _done(rows_dir / f"{job_key(job)}.json")]
     if todo:
         with dask_client(scheduler, workers) as client:
             futures = [client.submit(_run_one, job, str(rows_dir), timeout, pure=False) for job in todo]
