@@ -245,6 +245,7 @@ def _design_table(rows: list[dict]) -> list[str]:
         if row.get("faults") or row.get("gate_faults"):
             continue
         check = row["check"] + (f" {row['device']}" if row.get("device") else "")
+        check += f" ({row['weights']})" if row.get("weights") else ""
         lines.append(
             f"| {row['design']} | {row['lanes']} | {check} | {row['mode']} | {row['depth']} | {_verdict(row)} | {row['seconds']} |"
         )
