@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 import pytest
-from amaranth.hdl import Assert, Module
+from amaranth.hdl import Assert, Fragment, Module
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -92,8 +92,8 @@ def test_ice40_netlist_equals_its_rtl():
 
 def test_miter_compares_payloads_only_while_valid():
     accelerator = Accelerator(load_bundle(BUNDLES / "parity_hsru"), lanes=1, counters="none")
-    accelerator._MustUse__silence = True  # only its ports are read: never elaborated
     text = miter_verilog(accelerator)
+    Fragment.get(accelerator, None)  # elaborated, as a build would (no unused-component warnings)
     assert "if (gold_results__valid) assert (gold_results__payload == gate_results__payload);" in text
     assert "    assert (gold_inputs__ready == gate_inputs__ready);" in text
 
