@@ -8,7 +8,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export VIRTUAL_ENV := $(CURDIR)/$(VENV)
 unexport VERILATOR_ROOT
 
-LINT_PATHS := $(wildcard codesign tests verification)
+LINT_PATHS := $(wildcard codesign tests verification examples)
 
 .DEFAULT_GOAL := help
 .PHONY: help setup demo test test-long sim sim-netlist formal rtl analog bench fpga report docs lint doctor clean
@@ -29,8 +29,10 @@ test: setup ## run the test suite (pytest, without the tests marked long)
 test-long: setup ## the tests marked long (place and route, the quick cocotb tier, netlists at the pins, ngspice ladders)
 	$(PY) -m pytest -q -m long
 
-sim: setup ## RTL regression, both simulators (SIM=icarus|verilator SEED=n TESTCASE=regex; docs/verification.md)
+FEATURE_BANKS ?= 2
+sim: setup ## RTL regression, both simulators (SIM=icarus|verilator SEED=n TESTCASE=regex FEATURE_BANKS=n random-feature banks; docs/verification.md)
 	$(PY) verification/regress.py $(if $(SIM),--sims $(SIM)) $(if $(SEED),--seed $(SEED)) $(if $(TESTCASE),--filter '$(TESTCASE)')
+	$(PY) verification/features_regress.py --banks $(FEATURE_BANKS) $(if $(SIM),--sims $(SIM)) $(if $(SEED),--seed $(SEED))
 
 # The UP5K and ECP5-25k netlists of every mapping option that changes them, and the whole chip
 # (fpga_top) at its UART pins, simulated against golden (resumable: results in build/sim_netlist/).

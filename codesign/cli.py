@@ -726,7 +726,51 @@ _RTL_HELP = {
     "clock": "with --device: clock in MHz the step rate is checked at (default 30 on iCE40, 80 on ECP5)",
     "objective": "with --device: energy (the default), area or latency (cycles per step)",
     "confirm": "with --device: synthesise the N best candidates and pick on the measured figures",
+    "bus": "the top's face: stream (the accelerator's valid/ready ports, the default) or axi (AXI4-Stream "
+    "inputs and results, AXI4-Lite registers for identity, status, weights and counters; clock aclk, reset "
+    "aresetn; build.json: axi, docs/integration.md)",
+    "name": "the top module's name, which every other module's name starts with (a letter or _, then "
+    "letters, digits or _, at most 64 characters, no Verilog keyword); default: the bundle's name made "
+    "such an identifier. Builds with different names share one design",
+    "inputs": "with --device: .npy (N, T, M), float (quantized here) or integer, that the mapper's cycle "
+    "model plays (default: the bundle's own test set, else random integers)",
 }
+
+
+def _is_feature_bundle(bundle: Path) -> bool:
+    import yaml
+
+    from codesign.bundle.io import MANIFEST, is_feature_manifest
+
+    try:
+        return is_feature_manifest(yaml.safe_load((bundle / MANIFEST).read_text()))
+    except (OSError, yaml.YAMLError):
+        return False  # load_bundle names what is wrong
+
+
+def _rtl_features(bundle: Path, out: Path, weights: str | None, **recurrent_only) -> None:
+    """A random-feature bundle's accelerator (``codesign/hw/features_build.py``): one datapath, no
+    mapping options but where its readout weights live (``--weights rom`` or ``spram``)."""
+    from codesign.hw.features_build import build_feature_rtl
+
+    given = sorted(f"--{k.replace('_', '-')}" for k, v in recurrent_only.items() if v is not None)
+    if given:
+        raise CodesignError(
+            f"{', '.join(given)}: a random-feature bundle has no such mapping option (it takes --weights rom|spram)",
+            path=bundle,
+        )
+    if weights not in (None, "rom", "spram"):
+        raise CodesignError(f"--weights {weights}: a random-feature bundle takes rom or spram", path=bundle)
+    from codesign.bundle.features import FeatureSpec
+
+    info = build_feature_rtl(bundle, out, weights or "rom")
+    cycles = info["cycles"]
+    console.print(
+        f"{out}: random-feature accelerator, {FeatureSpec(**info['features']).size} units, "
+        f"{cycles['frame']} cycles per frame, {cycles['readout']} for the readout (weights {info['weights']})",
+        highlight=False,
+        soft_wrap=True,
+    )
 
 
 @app.command()
@@ -751,11 +795,33 @@ def rtl(
     clock: Annotated[float | None, typer.Option(help=_RTL_HELP["clock"])] = None,
     objective: Annotated[str | None, typer.Option(help=_RTL_HELP["objective"])] = None,
     confirm: Annotated[int, typer.Option(help=_RTL_HELP["confirm"])] = 0,
+    inputs: Annotated[Path | None, typer.Option(help=_RTL_HELP["inputs"])] = None,
+    name: Annotated[str | None, typer.Option(help=_RTL_HELP["name"])] = None,
+    bus: Annotated[str, typer.Option(help=_RTL_HELP["bus"])] = "stream",
 ) -> None:
     """Generate the accelerator's Verilog for a bundle (plus a copy of the bundle); with --device,
     the mapper picks the build."""
-    from codesign.hw.build import build_rtl
+    from codesign.hw.build import build_rtl, check_module_name
+    from codesign.hw.faces import BUSES
 
+    if _is_feature_bundle(bundle):
+        _rtl_features(
+            bundle,
+            out,
+            weights,
+            lanes=lanes,
+            device=device,
+            counters=counters,
+            inputs=inputs,
+            name=name,
+            bus=None if bus == "stream" else bus,
+        )
+        return
+
+    if name is not None:
+        check_module_name(name)  # before the mapper's search
+    if bus not in BUSES:
+        raise CodesignError(f"--bus {bus!r}: allowed: {', '.join(BUSES)}")
     given = {
         k: v
         for k, v in {
@@ -769,9 +835,29 @@ def rtl(
         if v is not None
     }
     if device is not None:
-        info = _rtl_mapped(bundle, out, device, lanes, target, given, objective, step_rate, clock, confirm)
+        seqs = None if inputs is None else _mapper_inputs(bundle, inputs)
+        info = _rtl_mapped(
+            bundle,
+            out,
+            device,
+            lanes,
+            target,
+            given,
+            objective,
+            step_rate,
+            clock,
+            confirm,
+            seqs,
+            name=name,
+            bus=bus,
+        )
     else:
-        mapper_only = {"--step-rate": step_rate, "--clock": clock, "--objective": objective}
+        mapper_only = {
+            "--step-rate": step_rate,
+            "--clock": clock,
+            "--objective": objective,
+            "--inputs": inputs,
+        }
         named = [flag for flag, v in mapper_only.items() if v is not None] + (
             ["--confirm"] if confirm else []
         )
@@ -784,8 +870,26 @@ def rtl(
             "share_updates": "off",
             "merge": "off",
         }
-        info = build_rtl(bundle, out, lanes=lanes or 1, target=target or "generic", **(defaults | given))
+        info = build_rtl(
+            bundle,
+            out,
+            lanes=lanes or 1,
+            target=target or "generic",
+            name=name,
+            bus=bus,
+            **(defaults | given),
+        )
     _print_build(info, out)
+
+
+def _mapper_inputs(bundle: Path, inputs: Path) -> list[np.ndarray]:
+    """``--inputs`` as integer sequences on the bundle's input grid (:meth:`codesign.api.Bundle.integer_inputs`)."""
+    from codesign.api import load
+
+    try:
+        return list(load(bundle).integer_inputs(load_npy(inputs, "inputs"), "--inputs"))
+    except CodesignError as err:
+        raise CodesignError(str(err), path=inputs) from None
 
 
 def _rtl_mapped(
@@ -799,6 +903,10 @@ def _rtl_mapped(
     step_rate: float | None,
     clock: float | None,
     confirm: int,
+    inputs: list[np.ndarray] | None = None,
+    *,
+    name: str | None = None,
+    bus: str = "stream",
 ) -> dict:
     """``codesign rtl --device``: the mapper's choice, its table, and the build with its record."""
     from codesign.hw.build import build_rtl
@@ -826,6 +934,7 @@ def _rtl_mapped(
         fixed=given,
         lanes=lanes,
         progress=say,
+        inputs=inputs,
     )
     if confirm:
         work = Path(out).parent / f".{Path(out).name}.confirm"
@@ -834,7 +943,16 @@ def _rtl_mapped(
     wide.print(mapping_table(mapping))
     console.print(f"chosen: {mapping.reason}", highlight=False, soft_wrap=True)
     w = mapping.winner
-    return build_rtl(bundle, out, lanes=w.lanes, target=chip.target, mapping=mapping.record(), **w.options)
+    return build_rtl(
+        bundle,
+        out,
+        lanes=w.lanes,
+        target=chip.target,
+        mapping=mapping.record(),
+        name=name,
+        bus=bus,
+        **w.options,
+    )
 
 
 def _print_build(info: dict, out: Path) -> None:
@@ -853,6 +971,11 @@ def _print_build(info: dict, out: Path) -> None:
     console.print(
         f"verilog {Path(out) / 'accelerator.v'} (top {info['top']}, {info['weights']} weights): {engines}; "
         f"{len(plan['memories'])} memories, {bits} bits; target {plan['target']}, {len(plan['counters'])} counters"
+        + (
+            f"; {info['bus']} face (registers in build.json: axi)"
+            if info.get("bus", "stream") != "stream"
+            else ""
+        )
         + (f", multipliers shared ({plan['share']})" if plan["share"] != "off" else "")
         + (
             ", folded weights: "
@@ -1011,12 +1134,14 @@ def _netlist_power(build: Path, netlist_dir: Path, device: str, report, played: 
     """Count the netlist simulation's events (codesign.hw.toggles) into ``BUILD/power/DEVICE.json``
     and print the FPGA power estimate at the device's board clock and 100 steps per second."""
     from codesign.atomic import write_text
+    from codesign.hw.build import build_top
     from codesign.hw.power import estimate, load_power_data
     from codesign.hw.toggles import netlist_cells, vcd_activity
 
     if not report.waveform:
         raise CodesignError("the simulation wrote no VCD to count toggles in", path=netlist_dir)
-    activity = vcd_activity(Path(report.waveform), netlist_cells(netlist_dir / "accelerator.v"))
+    top = build_top(netlist_dir)
+    activity = vcd_activity(Path(report.waveform), netlist_cells(netlist_dir / "accelerator.v", top), top=top)
     activity.update(
         device=device,
         basis="netlist",

@@ -16,7 +16,7 @@ are one candidate. Candidates that fit the device are ranked by the objective:
 * ``latency``: cycles per step.
 
 Cycles per step come from the cycle model (:func:`codesign.hw.pysim.simulate`) on the bundle's
-own test inputs (:func:`codesign.report.measure.load_inputs`), one run per *cycle signature*:
+own test inputs, or the caller's (:func:`codesign.report.measure.load_inputs`), one run per *cycle signature*:
 the lanes, passes per slot (shared and digit-serial multipliers), shared update units and
 pipeline stages of every engine. Weights, counters, folded and merged words take the same cycles,
 so most candidates share a run. Runs are cached in ``~/.cache/codesign/cycles``. The winner is
@@ -226,11 +226,15 @@ class CycleModel:
     _inputs: list | None = None
     source: str = ""
 
+    given: list | None = None  # the caller's integer input sequences, else the bundle's test set
+
     def inputs(self) -> list:
         if self._inputs is None:
             from codesign.report.measure import load_inputs
 
-            self._inputs, self.source = load_inputs(self.bundle, sequences=CYCLE_SEQUENCES, steps=CYCLE_STEPS)
+            self._inputs, self.source = load_inputs(
+                self.bundle, sequences=CYCLE_SEQUENCES, steps=CYCLE_STEPS, given=self.given
+            )
         return self._inputs
 
     def _cache_path(self, signature: str) -> Path:
@@ -242,6 +246,9 @@ class CycleModel:
         for src in sorted(Path(__file__).parent.glob("*.py")):
             h.update(src.read_bytes())
         h.update(f"{signature}{CYCLE_SEQUENCES}{CYCLE_STEPS}".encode())
+        if self.given is not None:  # the caller's inputs time the candidates: they key the cache
+            for seq in self.inputs():
+                h.update(seq.tobytes())
         return CACHE / f"{h.hexdigest()}.json"
 
     def cycles(self, c: Candidate) -> float:
@@ -416,11 +423,13 @@ def map_bundle(
     fixed: dict[str, str] | None = None,
     lanes: int | None = None,
     progress: Callable[[str], None] = lambda text: None,
+    inputs: list | None = None,
 ) -> Mapping:
     """Choose the build of the bundle in ``bundle_dir`` for ``device_name``.
 
     ``fixed``: options given explicitly (:data:`OPTION_KEYS`), which the search keeps; ``lanes``
-    likewise. Raises a :class:`CodesignError` naming the nearest candidate and what it misses by
+    likewise. ``inputs``: integer input sequences the cycle model plays instead of the bundle's
+    test set. Raises a :class:`CodesignError` naming the nearest candidate and what it misses by
     when nothing fits, or the fastest fitting one and the rate it reaches when none meets the
     step rate."""
     from codesign.bundle import load_bundle
@@ -448,7 +457,7 @@ def map_bundle(
             + ", ".join(near.misses),
             path=bundle_dir,
         )
-    model = CycleModel(bundle, bundle_dir, progress)
+    model = CycleModel(bundle, bundle_dir, progress, given=inputs)
     ranked = _rank(fitting, device, objective, step_rate, clock, model)
     winner = _pick(ranked, step_rate, clock, model)
     if winner is None:

@@ -26,6 +26,9 @@ GPU = {"GPU": 1}
 
 def _local_gpu_cluster(n: int) -> Any:
     """``n`` one-thread CPU workers and one more that holds the resource ``GPU: 1``."""
+    from codesign.extras import require
+
+    require("distributed", "a Dask cluster")
     from distributed import Nanny, Scheduler, SpecCluster
 
     options = {"nthreads": 1, "silence_logs": logging.ERROR, "dashboard": False, "dashboard_address": None}
@@ -40,6 +43,9 @@ def _local_gpu_cluster(n: int) -> Any:
 def dask_client(scheduler: str | None, workers: int | None, gpu: bool = False) -> Iterator[Any]:
     """A client of the cluster at ``scheduler``, or of a new local one (``workers`` x 1 thread, and
     with ``gpu`` one worker more holding the resource ``GPU: 1``)."""
+    from codesign.extras import require
+
+    require("distributed", "a Dask cluster")
     from distributed import Client, LocalCluster
 
     if scheduler is not None:

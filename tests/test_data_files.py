@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -67,7 +68,7 @@ def test_ts_round_trips(tmp_path, seed, channels, unequal, string_labels) -> Non
     series = make_series(rng, 6, channels, (3, 9) if unequal else (5, 6))
     series[0][0, 1] = np.nan  # a missing value
     labels = [("cat", "dog")[i % 2] if string_labels else i % 3 for i in range(6)]
-    got, got_labels = read_labelled_series(write_ts(tmp_path / f"x{seed}.ts", series, labels))
+    got, got_labels = read_labelled_series(write_ts(tmp_path / f"x{seed}.ts", series, labels), missing="zero")
     assert [str(v) for v in labels] == list(got_labels)
     for a, b in zip(series, got, strict=True):
         np.testing.assert_array_equal(a, b)
@@ -132,7 +133,7 @@ def test_malformed_files_get_one_line(tmp_path, name, text, message) -> None:
 def test_npz_errors_name_the_array(tmp_path) -> None:
     np.savez(tmp_path / "a.npz", X=np.zeros(10), y=np.zeros(10))
     with pytest.raises(
-        CodesignError, match=r"a\.npz array 'X': has shape \(10,\).*expected numbers of shape"
+        CodesignError, match=r"a\.npz array 'X': has shape \(10,\).*expected real numbers of shape"
     ):
         read_labelled_series(tmp_path / "a.npz")
     np.savez(tmp_path / "b.npz", X=np.zeros((3, 5)))
@@ -152,7 +153,9 @@ def test_train_and_test_must_agree(tmp_path) -> None:
     rng = np.random.default_rng(3)
     train = write_ts(tmp_path / "tr.ts", make_series(rng, 6, 2, (5, 6)), ["a", "b"] * 3)
     test = write_ts(tmp_path / "te.ts", make_series(rng, 4, 3, (5, 6)), ["a", "b"] * 2)
-    with pytest.raises(CodesignError, match=r"te\.ts series 0: 3 channels, expected 2"):
+    with pytest.raises(
+        CodesignError, match=r"te\.ts: series of 3 channels, but the training file .*tr\.ts holds series of 2"
+    ):
         FileDataset(train=str(train), test=str(test))
     test = write_ts(tmp_path / "te2.ts", make_series(rng, 4, 2, (5, 6)), ["a", "c", "a", "c"])
     with pytest.raises(CodesignError, match=r"te2\.ts: labels \['c'\] do not occur in the training file"):
@@ -298,3 +301,217 @@ def test_a_stored_recipe_keeps_the_scaling_it_trained_with(tmp_path) -> None:
     assert make_recipe_task(old).normalization == "channel"
     assert make_recipe_task(new).normalization == "series"
     assert not holds_recipe(tmp_path / "recipe.yaml", new)
+
+
+# --------------------------------------------------------------------------- bad recordings
+def ucr_rows(rng, n: int = 12, length: int = 10) -> list[list]:
+    """UCR rows (label first) of two classes, as text cells."""
+    return [[("a", "b")[i % 2], *(f"{v:.3f}" for v in rng.standard_normal(length))] for i in range(n)]
+
+
+def write_rows(path: Path, rows: list[list], sep: str = "\t") -> Path:
+    path.write_text("\n".join(sep.join(str(v) for v in row) for row in rows) + "\n")
+    return path
+
+
+def one_line_error(match: str, build) -> str:
+    """The message of the CodesignError ``build()`` raises: one line, matching ``match``, and no
+    warning on the way (numpy's overflow warnings would reach the terminal)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(CodesignError, match=match) as info:
+            build()
+    assert "\n" not in str(info.value)
+    return str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("cell", "shown"), [("inf", "inf"), ("-Infinity", "-inf"), ("1e300", "1e\\+300"), ("1e39", "1e\\+39")]
+)
+@pytest.mark.parametrize("suffix", [".tsv", ".csv", ".ts", ".arff", ".npz"])
+def test_non_finite_and_huge_values_are_refused_naming_the_series(tmp_path, cell, shown, suffix) -> None:
+    rng = np.random.default_rng(10)
+    series = make_series(rng, 8, 1, (6, 7))
+    labels = ["a", "b"] * 4
+    series[5][0, 2] = float(cell)
+    if suffix == ".npz":
+        path = tmp_path / "x.npz"
+        np.savez(path, X=np.stack([s[0] for s in series]), y=np.array(labels))
+    else:
+        writer = {".ts": write_ts, ".arff": write_arff}.get(suffix, write_ucr)
+        path = writer(tmp_path / f"x{suffix}", series, labels)
+    good = write_ts(tmp_path / "good.ts", make_series(rng, 8, 1, (6, 7)), labels)
+    where = rf"x\{suffix} series 5 \(label 'b'(, line \d+)?\) frame 2 channel 0: {shown} is refused: "
+    message = one_line_error(
+        where + r"values must be finite numbers of magnitude at most 1e\+30",
+        lambda: read_labelled_series(path),
+    )
+    for train, test in ((path, good), (good, path)):  # as the training and as the test file
+        assert one_line_error(
+            where, lambda train=train, test=test: FileDataset(train=str(train), test=str(test))
+        ).endswith(message[-60:])
+
+
+def test_a_value_that_overflows_the_scaling_is_refused_naming_the_series(tmp_path) -> None:
+    """Values within the bound that the training file's tiny spread would scale beyond it."""
+    rng = np.random.default_rng(11)
+    flat = [1e-20 * rng.standard_normal((1, 8)) for _ in range(10)]
+    train = write_ucr(tmp_path / "tr.tsv", flat, ["a", "b"] * 5)
+    test_series = [np.ones((1, 8)) for _ in range(4)]
+    test_series[2][0, 3] = 1e12
+    test = write_ucr(tmp_path / "te.tsv", test_series, ["a", "b"] * 2)
+    one_line_error(
+        r"te\.tsv series 2 \(label 'a', line 3\) frame 3 channel 0: 1e\+12 is [0-9.]+e\+3\d after scaling \(normalize: "
+        r"channel\) \(the training series' standard deviation there is .*\), beyond 1e\+30: rescale the files "
+        r"or set task.normalize: series",
+        lambda: FileDataset(train=str(train), test=str(test), val_fraction=0.0),
+    )
+    ok = FileDataset(train=str(train), test=str(test), val_fraction=0.0, normalize="series")
+    assert np.isfinite(ok.split("test", 0)[0].numpy()).all()
+
+
+def test_missing_values_are_refused_unless_task_missing_says_how_to_fill_them(tmp_path) -> None:
+    rng = np.random.default_rng(12)
+    rows = ucr_rows(rng)
+    rows[3][4] = "NaN"  # series 3, frame 3
+    rows[6][1] = ""  # an empty cell: missing too (series 6, frame 0)
+    path = write_rows(tmp_path / "gaps.tsv", rows)
+    one_line_error(
+        r"gaps\.tsv series 3 \(label 'b', line 4\) frame 3 channel 0: a missing value \(NaN or \?\) inside "
+        r"the series is refused: fill it in the file, or in a recipe set task.missing: zero .* or ffill",
+        lambda: read_labelled_series(path),
+    )
+    zero, _ = read_labelled_series(path, missing="zero")
+    assert np.isnan(zero[3][0, 3]) and np.isnan(zero[6][0, 0]) and zero[3].shape == (1, 10)
+    filled, _ = read_labelled_series(path, missing="ffill")
+    assert filled[3][0, 3] == float(rows[3][3]) and filled[6][0, 0] == float(rows[6][2])  # the last, or next
+    assert np.isfinite(np.concatenate(filled, axis=1)).all()
+    task = FileDataset(train=str(path), test=str(path), val_fraction=0.0, missing="zero", normalize="none")
+    x = task.split("test", 0)[0].numpy()[..., 0]
+    assert x[3, 3] == 0.0 and x[3, 4] == np.float32(float(rows[3][5]))
+    with pytest.raises(CodesignError, match=r"task option 'missing'"):
+        load_recipe(
+            REPO / "models" / "classify_files_hw.yaml",
+            [f"task.train={path}", f"task.test={path}", "task.missing=mean"],
+        )
+    loaded = load_recipe(
+        REPO / "models" / "classify_files_hw.yaml",
+        [f"task.train={path}", f"task.test={path}", "task.missing=ffill"],
+    )
+    assert loaded.task.options()["missing"] == "ffill"
+
+
+@pytest.mark.parametrize("suffix", [".ts", ".tsv", ".txt", ".csv", ".arff", ".npz"])
+def test_random_bytes_get_one_line_per_format(tmp_path, suffix) -> None:
+    path = tmp_path / f"noise{suffix}"
+    path.write_bytes(np.random.default_rng(13).bytes(4000))
+    good = write_ts(
+        tmp_path / "good.ts", make_series(np.random.default_rng(14), 6, 1, (5, 6)), ["a", "b"] * 3
+    )
+    for train, test in ((path, good), (good, path)):
+        message = one_line_error(
+            rf"noise\{suffix}", lambda train=train, test=test: FileDataset(train=str(train), test=str(test))
+        )
+        assert "unpickling" not in message and "good.ts" not in message
+    if suffix == ".npz":
+        one_line_error(r"noise\.npz: not a valid \.npz file", lambda: read_labelled_series(path))
+
+
+def test_npz_that_is_no_archive_of_real_numbers(tmp_path) -> None:
+    (tmp_path / "empty.npz").write_bytes(b"")
+    one_line_error(
+        r"empty\.npz: not a valid \.npz file", lambda: read_labelled_series(tmp_path / "empty.npz")
+    )
+    np.save(tmp_path / "plain.npy", np.zeros((3, 4)))
+    (tmp_path / "plain.npy").rename(tmp_path / "plain.npz")  # one array, no archive
+    one_line_error(
+        r"plain\.npz: not a valid \.npz file", lambda: read_labelled_series(tmp_path / "plain.npz")
+    )
+    np.savez(tmp_path / "c.npz", X=np.zeros((4, 5), dtype=complex), y=np.arange(4))
+    one_line_error(
+        r"c\.npz array 'X': has shape \(4, 5\) and dtype complex128, expected real numbers",
+        lambda: read_labelled_series(tmp_path / "c.npz"),
+    )
+
+
+def test_npz_nan_padding_is_dropped_and_an_empty_series_refused(tmp_path) -> None:
+    x = np.random.default_rng(15).standard_normal((4, 9, 2))
+    x[1, 6:] = np.nan  # series 1: 6 frames, then padding
+    np.savez(tmp_path / "pad.npz", X=x, y=np.array(["u", "v"] * 2))
+    got, _ = read_labelled_series(tmp_path / "pad.npz")
+    assert got[1].shape == (2, 6) and got[0].shape == (2, 9)
+    x[2] = np.nan
+    np.savez(tmp_path / "gone.npz", X=x, y=np.array(["u", "v"] * 2))
+    one_line_error(
+        r"gone\.npz series 2 \(label 'u'\): holds no value",
+        lambda: read_labelled_series(tmp_path / "gone.npz"),
+    )
+    np.savez(tmp_path / "zero.npz", X=np.zeros((4, 0)), y=np.array(["u", "v"] * 2))
+    one_line_error(
+        r"zero\.npz series 0 \(label 'u'\): holds no value",
+        lambda: read_labelled_series(tmp_path / "zero.npz"),
+    )
+
+
+def test_a_ragged_text_file_is_named_with_its_line(tmp_path) -> None:
+    rng = np.random.default_rng(16)
+    rows = ucr_rows(rng)
+    rows[6] += ["0.5", "0.25"]
+    ragged = write_rows(tmp_path / "ragged.tsv", rows)
+    good = write_rows(tmp_path / "good.tsv", ucr_rows(rng))
+    multi = write_ts(tmp_path / "multi.ts", make_series(rng, 6, 3, (10, 11)), ["a", "b"] * 3)
+    expected = r"ragged\.tsv line 7: 13 fields, expected 11 like line 1: .*pad a shorter series with NaN"
+    for train, test in ((ragged, good), (good, ragged), (ragged, multi), (multi, ragged)):
+        message = one_line_error(
+            expected, lambda train=train, test=test: FileDataset(train=str(train), test=str(test))
+        )
+        assert "good.tsv" not in message and "multi.ts" not in message
+
+
+def test_a_training_file_must_hold_classes_to_learn(tmp_path) -> None:
+    rng = np.random.default_rng(17)
+    one = write_rows(tmp_path / "one.tsv", [["a", *row[1:]] for row in ucr_rows(rng)])
+    one_line_error(r"one\.tsv: one class only \('a'\)", lambda: FileDataset(train=str(one), test=str(one)))
+    unlabelled = write_rows(
+        tmp_path / "nolabel.tsv", [[f"{v:.3f}" for v in rng.standard_normal(8)] for _ in range(12)]
+    )
+    one_line_error(
+        r"nolabel\.tsv: each of its 12 series has a label of its own, so no class can be learned",
+        lambda: FileDataset(train=str(unlabelled), test=str(unlabelled)),
+    )
+
+
+def test_codesign_train_prints_one_line_for_a_bad_file(tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from codesign.cli import app
+
+    rows = ucr_rows(np.random.default_rng(18))
+    rows[2][3] = "inf"
+    bad = write_rows(tmp_path / "bad.tsv", rows)
+    good = write_rows(tmp_path / "good.tsv", ucr_rows(np.random.default_rng(19)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = CliRunner().invoke(
+            app,
+            ["train", str(REPO / "models" / "classify_files_hw.yaml"), "--out", str(tmp_path / "run"),
+             "--set", f"task.train={good}", "--set", f"task.test={bad}"],
+        )  # fmt: skip
+    text = " ".join(result.output.split())
+    assert (
+        result.exit_code == 2
+        and "bad.tsv series 2 (label 'a', line 3) frame 2 channel 0: inf is refused" in text
+    )
+    assert "Warning" not in result.output
+
+
+def test_ts_comment_lines_may_start_with_percent(tmp_path):
+    """aeon's own .ts files (UnitTest) open with ``%`` comment lines, as ARFF does."""
+    path = tmp_path / "pct.ts"
+    path.write_text(
+        "% a comment\n%# another\n@problemName t\n@timeStamps false\n@univariate true\n"
+        "@classLabel true a b\n@data\n1,2,3:a\n3,2,1:b\n"
+    )
+    series, labels = read_labelled_series(path)
+    assert [s.tolist() for s in series] == [[[1.0, 2.0, 3.0]], [[3.0, 2.0, 1.0]]]
+    assert list(labels) == ["a", "b"]

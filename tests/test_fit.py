@@ -20,7 +20,15 @@ from codesign.errors import CodesignError
 from codesign.fit.data import check_files
 from codesign.fit.pick import candidate_rows, pick, refit_iterations
 from codesign.fit.search import Job, Plan, plan_jobs
-from codesign.fit.space import Candidate, auto_stride, candidates, check_recipe, load_space, schema_has
+from codesign.fit.space import (
+    Candidate,
+    auto_stride,
+    candidates,
+    check_recipe,
+    is_features,
+    load_space,
+    schema_has,
+)
 from codesign.train.recipe import TaskSpec, apply_override
 
 
@@ -127,10 +135,13 @@ def test_the_package_space_is_small_explained_and_deployable(files):
     assert all(len(c.why) > 10 for c in space.candidates)
     task = check_files(*files, 3).task(3, 0, 0)
     for cand in candidates(space, quick=False, series_length=100):
-        check_recipe(cand, task)  # every candidate parses and trains for its deployed width
+        if not is_features(cand):
+            check_recipe(cand, task)  # every candidate parses and trains for its deployed width
     quick = candidates(space, quick=True, series_length=100)
-    assert 1 <= len(quick) <= 4
-    assert all(c.recipe["train"]["iterations"] == space.quick_train["iterations"] for c in quick)
+    assert 1 <= len(quick) <= 5
+    trained = [c for c in quick if not is_features(c)]
+    assert all(c.recipe["train"]["iterations"] == space.quick_train["iterations"] for c in trained)
+    assert [c.recipe for c in quick if is_features(c)] == [{"kind": "features", "units": 840}]
 
 
 def test_an_axis_the_schema_lacks_is_skipped_and_one_it_has_is_crossed(tmp_path):
@@ -139,8 +150,11 @@ def test_an_axis_the_schema_lacks_is_skipped_and_one_it_has_is_crossed(tmp_path)
     notes: list[str] = []
     cands = candidates(space, quick=True, series_length=100, notes=notes)
     assert any("model.no_such_key skipped" in n for n in notes)
-    assert len(cands) == 2 * len(candidates(load_space(), quick=True, series_length=100))
-    assert {c.recipe["model"]["pooling"] for c in cands} == {"last", "sum"}
+    plain = candidates(load_space(), quick=True, series_length=100)
+    trained = [c for c in cands if not is_features(c)]
+    assert len(trained) == 2 * len([c for c in plain if not is_features(c)])
+    assert {c.recipe["model"]["pooling"] for c in trained} == {"last", "sum"}
+    assert [c for c in cands if is_features(c)] == [c for c in plain if is_features(c)]  # not crossed
     assert schema_has("model.pooling") and schema_has("train.lr") and not schema_has("model.no_such_key")
 
 
@@ -150,10 +164,13 @@ def test_the_stride_is_picked_from_the_length_once_the_schema_has_the_key(monkey
     notes: list[str] = []
     plain = candidates(load_space(), quick=True, series_length=500, notes=notes)
     if not schema_has("model.input_stride"):
-        assert all("input_stride" not in c.recipe["model"] for c in plain) and notes == []
+        assert (
+            all("input_stride" not in c.recipe["model"] for c in plain if not is_features(c)) and notes == []
+        )
         monkeypatch.setattr(space_module, "schema_has", lambda key: True)
     strided = candidates(load_space(), quick=True, series_length=500, notes=notes)
-    assert [c.recipe["model"]["input_stride"] for c in strided] == [4] * len(strided)
+    trained = [c for c in strided if not is_features(c)]
+    assert [c.recipe["model"]["input_stride"] for c in trained] == [4] * len(trained)
     assert [c.name for c in strided] == [c.name for c in plain]  # one value: no name suffix
     assert any("model.input_stride = 4 from the series length 500" in n for n in notes)
 
@@ -181,7 +198,7 @@ def test_the_stride_keeps_high_frequency_series_at_full_rate():
     full_rate = candidates(
         load_space(), quick=True, series_length=1460, notes=notes, variance_kept=kept_noise
     )
-    assert {c.recipe["model"]["input_stride"] for c in full_rate} == {1}
+    assert {c.recipe["model"]["input_stride"] for c in full_rate if not is_features(c)} == {1}
     assert any("input_stride = 1 from the series length 1460: 2-frame means would keep" in n for n in notes)
 
 
@@ -280,6 +297,7 @@ def _tiny_space(path: Path) -> Path:
         {"name": "c4", "why": "a CMRU of 4", "quick": True, "set": [cmru4]},
         {"name": "c4w4", "why": "at 4-bit weights", "quick": True, "set": [cmru4, *W4]},
     ]
+    space["features"] = []
     path.write_text(yaml.safe_dump(space))
     return path
 
@@ -373,3 +391,41 @@ def test_the_refit_trains_as_long_as_the_cv_runs_under_the_series_defaults(tmp_p
     fit_run._refit({"best_iterations": [100, 200]}, cand, data, FitOptions(out=tmp_path), fit_run.Console())
     assert seen["recipe"].train.iterations == SERIES_DEFAULTS["train"]["iterations"]
     assert seen["recipe"].train.selection == "average"
+
+
+def test_a_fit_of_random_feature_candidates_picks_refits_and_resumes(tmp_path):
+    """Feature candidates run beside (here: instead of) trained ones: closed-form folds, a cost-model
+    budget, a refit into a feature bundle the golden model reads, and nothing redone on a re-run."""
+    from codesign.bundle.io import FeatureBundle, load_any_bundle
+
+    train = write_npz(tmp_path / "train.npz", 36, classes=3, length=40)
+    test = write_npz(tmp_path / "test.npz", 18, classes=3, seed=1, length=40)
+    space = yaml.safe_load((Path(__file__).resolve().parents[1] / "codesign/fit/space.yaml").read_text())
+    space["candidates"] = []
+    space["features"] = [
+        {"name": "rf168", "why": "a tiny bank", "units": 168},
+        {"name": "rf336", "why": "twice that", "units": 336},
+    ]
+    (tmp_path / "space.yaml").write_text(yaml.safe_dump(space))
+    args = ["fit", str(train), str(test), "--out", str(tmp_path / "out"), "--folds", "2", "--workers", "0"]
+    args += ["--space", str(tmp_path / "space.yaml"), "--no-minirocket", "--json", str(tmp_path / "r.json")]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "fitted rf168 seed 0 fold 1: held-out golden accuracy" in result.output
+    first = json.loads((tmp_path / "r.json").read_text())
+    rows = {r["candidate"]: r for r in first["candidates"]}
+    assert set(rows) == {"rf168", "rf336"} and all(r["fits"] for r in rows.values())
+    assert rows["rf168"]["memory_bits"] < rows["rf336"]["memory_bits"]
+    assert all(r["cv_accuracy_mean"] >= 0.9 for r in rows.values())
+    pick = first["pick"]
+    assert pick["test_accuracy"] >= 0.9 and pick["reloaded_bundle_identical"]
+    assert isinstance(load_any_bundle(pick["bundle"]), FeatureBundle)
+    stamps = {p: p.stat().st_mtime_ns for p in (tmp_path / "out").rglob("*") if p.is_file()}
+    again = CliRunner().invoke(app, args)
+    assert again.exit_code == 0, again.output and "4 runs, 4 already done" in again.output
+    touched = [p for p, t in stamps.items() if p.stat().st_mtime_ns != t and p.name != "fit.json"]
+    assert touched == []
+    none = CliRunner().invoke(app, [*args, "--family", "recurrent"])
+    assert none.exit_code != 0 and "--family recurrent: the space holds no such candidate" in none.output
+    bad = CliRunner().invoke(app, [*args, "--family", "rocket"])
+    assert bad.exit_code != 0 and "--family 'rocket': one of all, features, recurrent" in bad.output

@@ -69,7 +69,7 @@ def test_pins_takes_random_sequences_only(build, tmp_path):
 def test_the_uart_model_drives_the_rtl_wrapper_bit_exact(build, tmp_path):
     folder = pins_build(build, None)
     text = (folder / "fpga_top.v").read_text()
-    assert "module fpga_top(" in text and "module accelerator(" in text
+    assert "module fpga_top(" in text and "module copy_first_cmru(" in text
     info = json.loads((folder / "pins.json").read_text())
     assert info["device"] is None and info["divisor"] == PINS_DIVISOR
     report = run_pins(folder, "icarus", vectors=3, seed=2, max_steps=5, timeout_s=600)

@@ -31,10 +31,10 @@ def test_build_writes_verilog_bundle_copy_and_report(bundle_dir, tmp_path):
     text = (out / "accelerator.v").read_text()
     assert info == json.loads((out / "build.json").read_text())
     assert info["verilog_sha256"] == hashlib.sha256(text.encode()).hexdigest()
-    assert info["top"] == "accelerator" and info["lanes"] == 2 and info["faults"] == []
+    assert info["top"] == "random_cmru_d5_m3_c3_s2" and info["lanes"] == 2 and info["faults"] == []
     assert [e["groups"] for e in info["plan"]["engines"]] == [3, 2]  # layer0 d=5, readout C=3
     assert info["bundle"] == "random_cmru_d5_m3_c3_s2"
-    assert "module accelerator(" in text
+    assert "module random_cmru_d5_m3_c3_s2(" in text
     for port, spec in info["ports"].items():
         assert re.search(rf"\b(input|output)\s+(\[{spec['width'] - 1}:0\]\s+)?{port};", text), port
     assert {"inputs__payload", "config__payload", "results__payload", "counters", "trace_0"} <= set(

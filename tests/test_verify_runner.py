@@ -91,7 +91,8 @@ def test_wrong_readout_bias_in_expectation_is_a_logit_mismatch_with_a_waveform(c
     assert report.summary_line().startswith("random_sequences: sequence 0, step ")
     assert ", readout, class 1, signal logit: expected " in report.summary_line()
     assert report.waveform is not None and report.waveform.endswith(".fst")
-    assert (build / "sim_icarus_waves" / "accelerator.fst").stat().st_size > 0
+    top = json.loads((build / "build.json").read_text())["top"]  # the waveform is named after the top
+    assert (build / "sim_icarus_waves" / f"{top}.fst").stat().st_size > 0
 
 
 @pytest.mark.sim

@@ -29,6 +29,7 @@ __all__ = [
     "REFERENCES",
     "REPO",
     "Design",
+    "axi_designs",
     "netlist_designs",
     "plan_designs",
     "plan_mutants",
@@ -70,6 +71,7 @@ class Design:
     icarus_bundles: int | None = None  # Icarus runs the first N bundles only (Verilator runs them all)
     netlist: str | None = None  # the chip the build is mapped for (codesign sim --netlist)
     pins: bool = False  # the whole chip, fpga_top, driven at its UART pins (codesign sim --pins)
+    bus: str = "stream"  # codesign rtl --bus (axi: verification/tb_axi.py, codesign.verify.axi)
 
     @property
     def sim_build(self) -> Path:
@@ -110,6 +112,8 @@ def plan_designs(args, out: Path) -> list[Design]:
     if not args.quick and not args.no_references:
         refs = sorted(p.name for p in REFERENCES.iterdir() if (p / "manifest.yaml").is_file())
         designs += [_reference_design(args, out, ref, i) for i, ref in enumerate(refs)]
+    if not args.quick and not args.no_references:
+        designs += axi_designs(args, out, designs)
     if not args.quick and not args.no_netlists:
         designs += netlist_designs(out)
     if not args.no_long:
@@ -210,6 +214,47 @@ def _reference_design(args, out: Path, ref: str, index: int = 0) -> Design:
         if got is not None:
             d.inputs[sim], d.labels = got
     return d
+
+
+def axi_designs(args, out: Path, planned: list[Design]) -> list[Design]:
+    """The AXI face (``--filter axi``): every reference bundle at P = 1 with its own weights, and
+    the first two random shapes' first bundles with run-time weights loaded through the AXI4-Lite
+    registers (``--quick``: copy_first_cmru and the first quick shape; ``make sim`` plans them
+    outside ``--quick``, whose pytest tier is ``tests/test_hw_faces.py``)."""
+    refs = sorted(p.name for p in REFERENCES.iterdir() if (p / "manifest.yaml").is_file())
+    if args.quick:
+        refs = ["copy_first_cmru"]
+    designs = [
+        Design(
+            f"axi_{ref}",
+            "axi",
+            out / "designs" / f"axi_{ref}" / "rtl",
+            REFERENCES / ref,
+            1,
+            weights="baked",
+            bus="axi",
+            vectors=args.vectors,
+            max_steps=args.max_steps,
+            description=f"reference bundle {ref}, P1, AXI face",
+        )
+        for ref in refs
+    ]
+    shapes = [d for d in planned if d.kind == "random"][: 1 if args.quick else 2]
+    designs += [
+        Design(
+            f"axi_{d.name}",
+            "axi",
+            out / "designs" / f"axi_{d.name}" / "rtl",
+            d.bundle,
+            d.lanes,
+            bus="axi",
+            vectors=args.vectors,
+            max_steps=args.max_steps,
+            description=f"{d.description}, AXI face, weights through AXI4-Lite",
+        )
+        for d in shapes
+    ]
+    return designs
 
 
 def netlist_designs(out: Path) -> list[Design]:

@@ -79,6 +79,7 @@ def summarize(rows: list[Row], designs, mutants, wall: float, args) -> dict:
             "reference_bundles": sum(d.kind == "reference" for d in designs),
             "long": sum(d.kind == "long" for d in designs),
             "netlists": sum(d.kind == "netlist" for d in designs),
+            "axi": sum(d.kind == "axi" for d in designs),
         },
         "sequences": sum(r.sequences for r in main),
         "steps": sum(r.steps for r in main),

@@ -56,6 +56,7 @@ def build_args(d: Design) -> tuple:
         d.netlist,
         d.pins,
         d.counters,
+        d.bus,
     )
 
 
@@ -75,6 +76,7 @@ def _build(args: tuple) -> tuple[str, str | None]:
         netlist,
         pins,
         counters,
+        bus,
     ) = args
     from codesign.fpga.netlist import netlist_build
     from codesign.fpga.pins import pins_build
@@ -93,6 +95,7 @@ def _build(args: tuple) -> tuple[str, str | None]:
             share_updates=share_updates,
             merge=merge,
             counters=counters,
+            bus=bus,
         )
         if netlist is not None:
             (pins_build if pins else netlist_build)(Path(out), netlist)
@@ -132,10 +135,49 @@ def _run_pins(row: Row, design: Design, sim: str, seed: int, timeout_s: float) -
     }
 
 
+def _run_axi(row: Row, design: Design, sim: str, seed: int, timeout_s: float) -> None:
+    """The AXI face under cocotbext-axi (:func:`codesign.verify.axi.run_axi`) into ``row``."""
+    from codesign.verify.axi import run_axi
+
+    t0 = time.perf_counter()
+    try:
+        rec = run_axi(
+            design.build,
+            sim,
+            vectors=design.vectors,
+            seed=seed,
+            max_steps=design.max_steps,
+            timeout_s=timeout_s,
+        )
+    except CodesignError as err:
+        row.message = str(err).splitlines()[0]
+        return
+    row.sequences, row.steps, row.mismatches = rec["sequences"], rec["steps"], rec["mismatches"]
+    row.ok = rec["mismatches"] == 0 and "error" not in rec
+    row.message = (
+        rec.get("error") or rec["first_mismatch"] or f"{rec['sequences']} sequences bit-exact over AXI"
+    )
+    first = {"line": rec["first_mismatch"]} if rec["first_mismatch"] else None
+    row.tests = {
+        "sequences_over_axi": {
+            "passed": row.ok,
+            "sequences": rec["sequences"],
+            "steps": rec["steps"],
+            "mismatches": rec["mismatches"],
+            "first_mismatch": first,
+            "wall_s": time.perf_counter() - t0,
+        }
+    }
+
+
 def run_job(design: Design, sim: str, seed: int, timeout_s: float) -> Row:
     row = Row(design, sim)
     t0 = time.perf_counter()
     mutant = design.kind == "mutant"
+    if design.bus == "axi":
+        _run_axi(row, design, sim, seed, timeout_s)
+        row.wall_s = time.perf_counter() - t0
+        return row
     if design.pins:
         _run_pins(row, design, sim, seed, timeout_s)
         row.wall_s = time.perf_counter() - t0
@@ -214,7 +256,7 @@ def run_all(designs: list[Design], mutants: list[Design], args, t0: float) -> li
     mutant_sim = args.mutant_sim if args.mutant_sim in args.sims else args.sims[0]
     jobs += [(m, mutant_sim) for m in mutants]
     # longest first: the long sequence and the reference bundles, then the rest
-    order = {"long": 0, "netlist": 1, "reference": 1, "random": 2, "mutant": 3}
+    order = {"long": 0, "netlist": 1, "reference": 1, "axi": 2, "random": 2, "mutant": 3}
     jobs.sort(key=lambda j: (order[j[0].kind], j[1] != "verilator"))
     rows: list[Row] = []
     lock = threading.Lock()

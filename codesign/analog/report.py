@@ -12,6 +12,9 @@ from codesign.analog.mapping import NA
 
 
 def _plt():
+    from codesign.extras import require
+
+    require("matplotlib", "the analog-check plots")
     import matplotlib
 
     matplotlib.use("Agg")

@@ -80,6 +80,9 @@ def board(
         from codesign.board.flash import flash as program
 
         print(f"board: programmed with {program(build, target)}", file=sys.stderr)
+    if weights is None and _build_weights(build) == "spram":
+        weights = build  # its single-port RAMs hold nothing until loaded: load the build's own bundle
+        print("board: a --weights spram build: loading the build's own weights first", file=sys.stderr)
     bundle = load_bundle(weights if weights is not None else build)
     xq, y = load_inputs(bundle, inputs, labels, test_set)
     with Board.open(build, port, baud=baud, timeout_s=timeout) as link:
@@ -99,6 +102,15 @@ def board(
     Console().print(summary_table(figures, port))
     if not figures["bit_exact"]:
         raise typer.Exit(1)
+
+
+def _build_weights(build: Path) -> str | None:
+    """The weights mode ``BUILD/build.json`` records (None where it cannot be read: the driver
+    reports that build folder's problem itself)."""
+    try:
+        return json.loads((Path(build) / "build.json").read_text()).get("weights")
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 def register(app: typer.Typer, wrap: Callable) -> None:

@@ -3,9 +3,14 @@
 ::
 
     with Board.open("BUILD", "/dev/ttyUSB1") as board:   # checks the identity word first
-        board.load_weights(bundle)                         # runtime / spram builds only
+        board.load_weights(bundle)                         # runtime builds; spram builds must
         results = board.run(sequences)                     # [Result(logits, classes)]
         counters = board.counters()                        # {name: value}
+
+A ``--weights spram`` build keeps its largest weight matrices in single-port RAMs that hold no
+values until the host loads them: :meth:`Board.run_one` refuses such a build (one
+:class:`~codesign.board.errors.BoardError` naming the fix) until :meth:`Board.load_weights` ran on
+this link.
 
 The port is opened with :func:`serial.serial_for_url`, so ``loop://`` and a pseudo-terminal path
 work as well as a device. Every read has a deadline (``timeout_s`` without a byte); the link
@@ -62,6 +67,7 @@ class Board:
         self._queue: list[tuple[str, int]] = []
         self.bytes_sent = 0
         self.bytes_received = 0
+        self.weights_loaded = False  # load_weights ran on this link
 
     @classmethod
     def open(
@@ -75,6 +81,9 @@ class Board:
         identify: bool = True,
     ) -> Board:
         """Open ``port`` for ``build`` and check the identity word (unless ``identify`` is false)."""
+        from codesign.extras import require
+
+        require("serial", "the board's UART link")
         import serial
 
         protocol = BoardProtocol.from_build(build)
@@ -104,6 +113,9 @@ class Board:
 
     # the link
     def _write(self, data: bytes) -> None:
+        from codesign.extras import require
+
+        require("serial", "the board's UART link")
         import serial
 
         try:
@@ -116,6 +128,9 @@ class Board:
     def _messages(self, count: int, what: str) -> list[tuple[str, int]]:
         """The next ``count`` messages; a gap of ``timeout_s`` without a byte is an error."""
         deadline = time.monotonic() + self.timeout_s
+        from codesign.extras import require
+
+        require("serial", "the board's UART link")
         import serial
 
         while len(self._queue) < count:
@@ -195,10 +210,17 @@ class Board:
         ((name, word),) = self._messages(1, "the end of the weight load")
         if name != "identify" or not self.protocol.accept(word):
             raise BoardGarbageError(f"{self.port}: unexpected {name!r} message after the weight load")
+        self.weights_loaded = True
         return len(data)
 
     def run_one(self, sequence: np.ndarray) -> Result:
-        """Send one integer sequence ``(T, M)`` and read its result."""
+        """Send one integer sequence ``(T, M)`` and read its result; a ``spram`` build whose
+        weights this link has not loaded is refused."""
+        if self.protocol.weights == "spram" and not self.weights_loaded:
+            raise BoardError(
+                f"{self.port}: this build keeps its weights in single-port RAMs, which hold no values "
+                "until loaded: load them first (Board.load_weights, codesign board --weights BUNDLE)"
+            )
         steps = self.protocol.step_messages(sequence)
         words: list[int] = []
         chunk: list[bytes] = []

@@ -18,6 +18,8 @@ import yaml
 from pydantic import ValidationError
 
 from codesign.atomic import atomic_dir
+from codesign.bundle.features import FeatureManifest, array_range
+from codesign.bundle.host import check_host
 from codesign.bundle.spec import (
     FORMAT_VERSION,
     READABLE_VERSIONS,
@@ -120,9 +122,11 @@ def parse_manifest(data: object, path: Path | None = None) -> Manifest:
     if version == 1:
         data = upgrade_v1(data)
     try:
-        return Manifest.model_validate(data)
+        manifest = Manifest.model_validate(data)
     except ValidationError as err:
         raise CodesignError(validation_message(err), path=path) from None
+    check_host(manifest, path)
+    return manifest
 
 
 def check_weights(
@@ -190,6 +194,7 @@ def sha256(data: bytes) -> str:
 
 def save_bundle(bundle_dir: str | Path, manifest: Manifest, weights: dict[str, np.ndarray]) -> Bundle:
     """Validate and write a bundle atomically (the directory appears complete or not at all)."""
+    check_host(manifest)
     weights = check_weights(manifest, weights)
     blob = _npz_bytes(weights)
     manifest = manifest.model_copy(update={"checksums": {WEIGHTS: sha256(blob)}})
@@ -200,26 +205,29 @@ def save_bundle(bundle_dir: str | Path, manifest: Manifest, weights: dict[str, n
     return Bundle(manifest, weights, bundle_dir)
 
 
-def load_bundle(bundle_dir: str | Path) -> Bundle:
-    """Load and validate a bundle; every defect is a :class:`CodesignError` naming the file."""
-    bundle_dir = Path(bundle_dir)
+def _read_manifest(bundle_dir: Path) -> tuple[object, Path]:
+    """The parsed YAML of ``manifest.yaml`` and its path (the directory and file must exist)."""
     if not bundle_dir.is_dir():
         raise CodesignError(
             "bundle directory not found (expected a folder with manifest.yaml and weights.npz)",
             path=bundle_dir,
         )
-    mpath, wpath = bundle_dir / MANIFEST, bundle_dir / WEIGHTS
+    mpath = bundle_dir / MANIFEST
     if not mpath.is_file():
         raise CodesignError("missing manifest.yaml", path=bundle_dir)
     try:
-        data = yaml.safe_load(mpath.read_text())
+        return yaml.safe_load(mpath.read_text()), mpath
     except yaml.YAMLError as err:
         raise CodesignError(f"not valid YAML ({str(err).splitlines()[0]})", path=mpath) from None
-    manifest = parse_manifest(data, mpath)
+
+
+def _read_weights(bundle_dir: Path, checksums: dict[str, str], mpath: Path) -> dict[str, np.ndarray]:
+    """The arrays of ``weights.npz`` after its checksum is verified (never unpickled)."""
+    wpath = bundle_dir / WEIGHTS
     if not wpath.is_file():
         raise CodesignError("missing weights.npz", path=bundle_dir)
     blob = wpath.read_bytes()
-    want = manifest.checksums.get(WEIGHTS)
+    want = checksums.get(WEIGHTS)
     if want is None:
         raise CodesignError(f"checksums.{WEIGHTS} missing from the manifest", path=mpath)
     if sha256(blob) != want:
@@ -228,9 +236,109 @@ def load_bundle(bundle_dir: str | Path) -> Bundle:
         )
     try:
         with np.load(io.BytesIO(blob), allow_pickle=False) as npz:
-            weights = {k: npz[k] for k in npz.files}
+            return {k: npz[k] for k in npz.files}
     except (ValueError, OSError, zipfile.BadZipFile) as err:
         raise CodesignError(f"not a readable npz of integer arrays ({err})", path=wpath) from None
+
+
+def is_feature_manifest(data: object) -> bool:
+    """A manifest of a random-feature network (``kind: features``)."""
+    return isinstance(data, dict) and data.get("kind") == "features"
+
+
+def load_bundle(bundle_dir: str | Path) -> Bundle:
+    """Load and validate a bundle; every defect is a :class:`CodesignError` naming the file.
+
+    A random-feature network (``kind: features``) is refused here with the commands that read it:
+    the stages that take it call :func:`load_any_bundle`.
+    """
+    bundle_dir = Path(bundle_dir)
+    data, mpath = _read_manifest(bundle_dir)
+    if is_feature_manifest(data):
+        raise CodesignError(
+            "holds a random-feature network (kind: features), which this command does not take; "
+            "codesign features eval, codesign rtl and the Python API's codesign.load read it",
+            path=mpath,
+        )
+    manifest = parse_manifest(data, mpath)
+    weights = _read_weights(bundle_dir, manifest.checksums, mpath)
     if isinstance(data, dict) and data.get("format_version") == 1:
         weights = {V1_ARRAYS.get(k, k): v for k, v in weights.items()}
-    return Bundle(manifest, check_weights(manifest, weights, wpath), bundle_dir)
+    return Bundle(manifest, check_weights(manifest, weights, bundle_dir / WEIGHTS), bundle_dir)
+
+
+# ---------------------------------------------------------------- random-feature networks
+
+
+@dataclass(frozen=True)
+class FeatureBundle:
+    """A validated random-feature bundle: the manifest and its integer arrays (int64)."""
+
+    manifest: FeatureManifest
+    weights: dict[str, np.ndarray]
+    path: Path | None = None
+
+
+def check_feature_weights(
+    manifest: FeatureManifest, weights: dict[str, np.ndarray], path: Path | None = None
+) -> dict[str, np.ndarray]:
+    """Names, dtypes, shapes and ranges of a feature bundle's arrays; return int64 copies."""
+    table = manifest.array_table()
+    wrong = sorted(set(table) ^ set(weights))
+    if wrong:
+        raise CodesignError(
+            f"weight arrays {sorted(weights)} do not match this manifest's {sorted(table)} (first: {wrong[0]})",
+            path=path,
+        )
+    out: dict[str, np.ndarray] = {}
+    for name, (shape, bits) in table.items():
+        arr = np.asarray(weights[name])
+        if arr.dtype.kind not in "iu":
+            raise CodesignError(
+                f"array '{name}' has dtype {arr.dtype}; bundles hold integers only", path=path
+            )
+        if arr.shape != shape:
+            raise CodesignError(
+                f"array '{name}' has shape {arr.shape}, the manifest implies {shape}", path=path
+            )
+        lo, hi = array_range(manifest, name, bits)
+        arr = arr.astype(np.int64)
+        if arr.size and (arr.min() < lo or arr.max() > hi):
+            bad = arr[(arr < lo) | (arr > hi)].flat[0]
+            raise CodesignError(
+                f"array '{name}' holds {bad}, outside its allowed range [{lo}, {hi}]", path=path
+            )
+        out[name] = arr
+    return out
+
+
+def parse_feature_manifest(data: object, path: Path | None = None) -> FeatureManifest:
+    try:
+        return FeatureManifest.model_validate(data)
+    except ValidationError as err:
+        raise CodesignError(validation_message(err), path=path) from None
+
+
+def save_feature_bundle(
+    bundle_dir: str | Path, manifest: FeatureManifest, weights: dict[str, np.ndarray]
+) -> FeatureBundle:
+    """Validate and write a random-feature bundle atomically."""
+    weights = check_feature_weights(manifest, weights)
+    blob = _npz_bytes(weights)
+    manifest = manifest.model_copy(update={"checksums": {WEIGHTS: sha256(blob)}})
+    bundle_dir = Path(bundle_dir)
+    with atomic_dir(bundle_dir) as tmp:
+        (tmp / WEIGHTS).write_bytes(blob)
+        (tmp / MANIFEST).write_text(yaml.safe_dump(manifest.model_dump(mode="json"), sort_keys=False))
+    return FeatureBundle(manifest, weights, bundle_dir)
+
+
+def load_any_bundle(bundle_dir: str | Path) -> Bundle | FeatureBundle:
+    """A recurrent bundle or a random-feature one, whichever the directory holds."""
+    bundle_dir = Path(bundle_dir)
+    data, mpath = _read_manifest(bundle_dir)
+    if not is_feature_manifest(data):
+        return load_bundle(bundle_dir)
+    manifest = parse_feature_manifest(data, mpath)
+    weights = _read_weights(bundle_dir, manifest.checksums, mpath)
+    return FeatureBundle(manifest, check_feature_weights(manifest, weights, bundle_dir / WEIGHTS), bundle_dir)

@@ -48,6 +48,9 @@ class MNIST1D(FixedSplits):
     def _data(self) -> dict:
         if self not in _CACHE:
             try:
+                from codesign.extras import require
+
+                require("mnist1d", "the MNIST-1D task")
                 from mnist1d.data import get_dataset_args, make_dataset
             except ImportError as err:
                 raise CodesignError("MNIST-1D needs the 'mnist1d' package: pip install mnist1d") from err

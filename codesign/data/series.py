@@ -12,6 +12,7 @@ Shared by every task made of files (``uea``: the sets aeon ships; ``files``: a u
   levels differ by orders of magnitude all reach the input grid; ``none`` (or ``false``) keeps
   the values; ``auto`` picks ``series`` when the training series' spreads differ that much
   (:func:`resolve_normalize`) and ``channel`` otherwise. Missing values (NaN) become 0 after that.
+  A scaled value beyond :data:`MAX_MAGNITUDE` is refused, naming the series.
 * Unequal lengths are padded to the longest series of both files with zeros (the training mean
   after standardisation) in front (``padding="front"``: every series ends on its real last frame,
   which last pooling reads) or at the back.
@@ -29,6 +30,7 @@ import torch
 from codesign.errors import CodesignError
 
 __all__ = [
+    "MAX_MAGNITUDE",
     "MAX_VAL_FRACTION",
     "NORMALIZE_MODES",
     "SERIES_SPREAD_RATIO",
@@ -38,8 +40,16 @@ __all__ = [
     "fold_mask",
     "resolve_normalize",
     "sort_key",
+    "standardise",
     "variance_kept",
 ]
+
+MAX_MAGNITUDE = 1e30
+"""The largest magnitude of a value, as read and after scaling. The inputs reach the network as
+float32, whose largest value is 3.4e38: a bound of 1e30 leaves eight orders of magnitude for the
+products and sums of the first layer under ``normalize: none``, and the float64 moments of the
+scaling (squares up to 1e60) stay far from float64's 1.8e308. Real recordings sit many orders
+of magnitude inside it; a value beyond it is a broken cell or a sentinel."""
 
 MAX_VAL_FRACTION = 0.25
 """The validation carve-out never takes more than this fraction of the training file."""
@@ -122,6 +132,19 @@ def _scale(s: np.ndarray, mean: np.ndarray, std: np.ndarray, mode: str) -> np.nd
     return (s - mean) / std
 
 
+def standardise(
+    x: np.ndarray, mode: str, mean: np.ndarray | None = None, std: np.ndarray | None = None
+) -> np.ndarray:
+    """Recordings ``(N, T, M)`` scaled as :func:`build_splits` scales them: ``mode`` one of
+    ``channel`` (with the per-channel ``mean`` and ``std``), ``series`` or ``none``; missing values
+    (NaN) become 0 after scaling. Returns float64."""
+    x = np.asarray(x, dtype=np.float64)
+    m = None if mean is None else np.asarray(mean, dtype=np.float64)[:, None]
+    s = None if std is None else np.asarray(std, dtype=np.float64)[:, None]
+    out = np.stack([_scale(series.T, m, s, mode).T for series in x]) if len(x) else x.copy()
+    return np.nan_to_num(out, nan=0.0)
+
+
 def sort_key(label: str):
     try:
         return (0, float(label), label)
@@ -138,12 +161,20 @@ def build_splits(
     split_seed: int | None,
     normalize: bool | str,
     padding: Literal["front", "back"],
+    names: tuple[list[str], list[str]] | None = None,
 ) -> dict:
     """``{"classes", "sets": {split: (x, lengths, y)}, "channels", "width", "normalize"}`` from
     series ``(channels, time)`` and their string labels; ``normalize`` in the result is the mode
-    used (``auto`` decided)."""
+    used (``auto`` decided). ``names``: how an error names each training and test series (by
+    default ``training series i`` and ``test series i``); a scaled value beyond
+    :data:`MAX_MAGNITUDE` is refused."""
     tr_x, tr_y = train
     te_x, te_y = test
+    if names is None:
+        names = (
+            [f"training series {i}" for i in range(len(tr_x))],
+            [f"test series {i}" for i in range(len(te_x))],
+        )
     classes = sorted(set(tr_y) | set(te_y), key=sort_key)
     index = {c: i for i, c in enumerate(classes)}
     ytr = np.array([index[c] for c in tr_y])
@@ -151,19 +182,22 @@ def build_splits(
     val_mask = _carve_validation(ytr, len(classes), val_fraction, min_val, split_seed)
     fit = [s for s, v in zip(tr_x, val_mask, strict=True) if not v]
     cat = np.concatenate(fit, axis=1)
-    mean = np.nanmean(cat, axis=1, keepdims=True)
-    std = np.nanstd(cat, axis=1, keepdims=True)
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)  # a channel without any value: NaN, then 0
+        mean = np.nanmean(cat, axis=1, keepdims=True)
+        std = np.nanstd(cat, axis=1, keepdims=True)
     std[~(std > 0)] = 1.0
     mode = resolve_normalize(check_normalize(normalize, "series"), fit)
     width = max(s.shape[1] for s in tr_x + te_x)
     channels = tr_x[0].shape[0]
 
-    def pack(series: list[np.ndarray]) -> tuple[torch.Tensor, torch.Tensor]:
-        out = np.zeros((len(series), width, channels), dtype=np.float32)
-        lengths = np.array([s.shape[1] for s in series])
-        for j, s in enumerate(series):
-            z = _scale(s, mean, std, mode)
-            z = np.nan_to_num(z, nan=0.0).T
+    def pack(
+        picked: list[int], series: list[np.ndarray], named: list[str]
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        out = np.zeros((len(picked), width, channels), dtype=np.float32)
+        lengths = np.array([series[i].shape[1] for i in picked])
+        for j, i in enumerate(picked):
+            z = _scaled(series[i], mean, std, mode, named[i])
             if padding == "front":
                 out[j, width - len(z) :] = z
             else:
@@ -171,14 +205,28 @@ def build_splits(
         return torch.from_numpy(out), torch.from_numpy(lengths)
 
     sets = {
-        "train": (*pack(fit), torch.from_numpy(ytr[~val_mask])),
-        "val": (
-            *pack([s for s, v in zip(tr_x, val_mask, strict=True) if v]),
-            torch.from_numpy(ytr[val_mask]),
-        ),
-        "test": (*pack(te_x), torch.from_numpy(yte)),
+        "train": (*pack(list(np.flatnonzero(~val_mask)), tr_x, names[0]), torch.from_numpy(ytr[~val_mask])),
+        "val": (*pack(list(np.flatnonzero(val_mask)), tr_x, names[0]), torch.from_numpy(ytr[val_mask])),
+        "test": (*pack(list(range(len(te_x))), te_x, names[1]), torch.from_numpy(yte)),
     }
     return {"classes": classes, "sets": sets, "channels": channels, "width": width, "normalize": mode}
+
+
+def _scaled(s: np.ndarray, mean: np.ndarray, std: np.ndarray, mode: str, name: str) -> np.ndarray:
+    """Series ``s`` ``(channels, time)`` scaled as ``mode`` says, missing values 0, as ``(time,
+    channels)``; a value beyond :data:`MAX_MAGNITUDE` after scaling is refused, naming ``name``."""
+    with np.errstate(all="ignore"):
+        z = np.nan_to_num(_scale(s, mean, std, mode), nan=0.0, posinf=np.inf, neginf=-np.inf)
+    wrong = ~(np.abs(z) <= MAX_MAGNITUDE)
+    if wrong.any():
+        channel, frame = (int(i[0]) for i in np.nonzero(wrong))
+        spread = f" (the training series' standard deviation there is {std[channel, 0]:.3g})"
+        raise CodesignError(
+            f"{name} frame {frame} channel {channel}: {s[channel, frame]:g} is {z[channel, frame]:.3g} "
+            f"after scaling (normalize: {mode}){spread if mode == 'channel' else ''}, beyond "
+            f"{MAX_MAGNITUDE:g}: rescale the files or set task.normalize: series"
+        )
+    return z.T
 
 
 def _carve_validation(

@@ -32,6 +32,9 @@ class SklearnDigits(FixedSplits):
     def _data(self) -> dict:
         if self not in _CACHE:
             try:
+                from codesign.extras import require
+
+                require("sklearn", "the sklearn digits task")
                 from sklearn.datasets import load_digits
             except ImportError as err:
                 raise CodesignError("the digits task needs scikit-learn: pip install scikit-learn") from err

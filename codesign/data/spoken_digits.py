@@ -390,6 +390,9 @@ def mfcc(clip: np.ndarray) -> np.ndarray:
 
 def mfcc_batch(clips: list[np.ndarray]) -> np.ndarray:
     """MFCCs ``(n, 101, 13)`` of several clips in one librosa call (each padded or cut to 1 s)."""
+    from codesign.extras import require
+
+    require("librosa", "the spoken-digit features")
     import librosa
 
     y = np.zeros((len(clips), CLIP), dtype=np.float32)

@@ -100,6 +100,9 @@ def training_series(dataset: str) -> list[np.ndarray]:
 
 @functools.lru_cache(maxsize=4)
 def _read(path: Path) -> tuple[list[np.ndarray], np.ndarray]:
+    from codesign.extras import require
+
+    require("aeon", "reading .ts files")
     from aeon.datasets import load_from_ts_file
 
     X, y = load_from_ts_file(str(path))

@@ -143,6 +143,9 @@ def _varying(df: pd.DataFrame, keys: tuple[str, ...]) -> list[str]:
 
 def plot_bits(df: pd.DataFrame, path: Path, title: str) -> None:
     """Accuracy against weight bits, one panel per quantization, one line per network."""
+    from codesign.extras import require
+
+    require("matplotlib", "the exploration plots")
     import matplotlib
 
     matplotlib.use("Agg")
@@ -183,6 +186,9 @@ def plot_bits(df: pd.DataFrame, path: Path, title: str) -> None:
 
 def plot_pareto(d: pd.DataFrame, x: str, xlabel: str, path: Path, title: str) -> pd.DataFrame:
     """Accuracy against ``x`` per design, the front marked; returns the front's rows."""
+    from codesign.extras import require
+
+    require("matplotlib", "the exploration plots")
     import matplotlib
 
     matplotlib.use("Agg")

@@ -30,6 +30,10 @@ def _seeds(text: str) -> tuple[int, ...]:
 
 
 def register(app: typer.Typer, user_errors) -> None:
+    from codesign.fit.features_commands import register as register_features
+
+    register_features(app, user_errors)
+
     @app.command()
     @user_errors
     def fit(
@@ -75,6 +79,12 @@ def register(app: typer.Typer, user_errors) -> None:
         space: Annotated[
             Path | None, typer.Option(help="a space file instead of the package's (codesign/fit/space.yaml)")
         ] = None,
+        family: Annotated[
+            str,
+            typer.Option(
+                help="all candidates, or only the random-feature banks (features: seconds per fold) or the trained networks (recurrent)"
+            ),
+        ] = "all",
     ) -> None:
         """The most accurate deployable network for your files that fits the chip: cross-validated, no tuning."""
         from codesign.atomic import write_text
@@ -85,6 +95,7 @@ def register(app: typer.Typer, user_errors) -> None:
         opts = FitOptions(
             out=out, chip=target, step_rate=step_rate, clock_mhz=clock, max_energy_nj=max_energy, folds=folds,
             seeds=_seeds(seeds), workers=workers, device=device, quick=quick, minirocket=minirocket, space=space,
+            family=family,
         )  # fmt: skip
         try:
             result = run_fit(data_train, data_test, opts, console)

@@ -19,12 +19,15 @@ from rich.console import Console
 
 from codesign.errors import CodesignError
 from codesign.fit.data import FitData, check_files
+from codesign.fit.features import refit_features
 from codesign.fit.pick import candidate_rows, pick, refit_iterations, rows_table
 from codesign.fit.search import plan_jobs, recipe_hash, run_jobs
-from codesign.fit.space import candidates, check_recipe, load_space
+from codesign.fit.space import candidates, check_recipe, is_features, load_space
 from codesign.fit.stages import read_json, write_json
 
-__all__ = ["FitOptions", "fit"]
+__all__ = ["FAMILIES", "FitOptions", "fit"]
+
+FAMILIES = ("all", "features", "recurrent")
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,8 @@ class FitOptions:
     quick: bool = False
     minirocket: bool = True
     space: Path | None = None
+    family: str = "all"
+    """``all``, ``features`` (the random-feature banks alone: a fit of a minute or two) or ``recurrent``."""
 
 
 def _candidates(data: FitData, opts: FitOptions, notes: list[str]):
@@ -53,13 +58,22 @@ def _candidates(data: FitData, opts: FitOptions, notes: list[str]):
         notes=notes,
         variance_kept=data.variance_kept,
     )
+    if opts.family not in FAMILIES:
+        raise CodesignError(f"--family {opts.family!r}: one of {', '.join(FAMILIES)}")
+    if opts.family != "all":
+        cands = [c for c in cands if is_features(c) == (opts.family == "features")]
+        if not cands:
+            raise CodesignError(f"--family {opts.family}: the space holds no such candidate")
     for cand in cands:  # every recipe checked against the files before anything trains
-        check_recipe(cand, data.task(opts.folds, 0, opts.seeds[0]))
+        if not is_features(cand):
+            check_recipe(cand, data.task(opts.folds, 0, opts.seeds[0]))
     return cands
 
 
 def _refit(row: dict[str, Any], cand, data: FitData, opts: FitOptions, console: Console) -> dict[str, Any]:
     """Train the pick on the whole training file, export it to ``OUT/bundle``, score the test file."""
+    if is_features(cand):
+        return _refit_features(cand, data, opts, console)
     from codesign.device import use_device
     from codesign.quant.export import export_run
     from codesign.train import train
@@ -95,6 +109,20 @@ def _refit(row: dict[str, Any], cand, data: FitData, opts: FitOptions, console: 
         "test_sequences": report["test_sequences"],
         "torch_vs_golden_mismatches": report["torch_vs_golden_mismatches"],
     }
+    write_json(record_path, record)
+    return record
+
+
+def _refit_features(cand, data: FitData, opts: FitOptions, console: Console) -> dict[str, Any]:
+    """Fit the picked bank on the whole training file into ``OUT/bundle`` (cached by its inputs)."""
+    key = recipe_hash({**cand.recipe, "seed": opts.seeds[0], "files": data.fingerprint})
+    record_path = opts.out / "refit.json"
+    done = read_json(record_path)
+    if done is not None and done.get("key") == key and (opts.out / "bundle").is_dir():
+        return done
+    console.print(f"refit {cand.name} on the whole training file (closed form)", highlight=False)
+    record = {"candidate": cand.name, "key": key}
+    record |= refit_features(cand.recipe["units"], opts.seeds[0], data.task(), f"fit-{cand.name}", opts.out)
     write_json(record_path, record)
     return record
 

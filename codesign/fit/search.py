@@ -18,6 +18,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from codesign.fit.features import features_budget_stage, features_cv_stage
 from codesign.fit.space import Candidate
 from codesign.fit.stages import budget_stage, cv_result, cv_stage, read_json
 from codesign.runner import GPU, dask_client
@@ -84,6 +85,20 @@ def plan_jobs(
     return plan
 
 
+def _cv(recipe: dict[str, Any], run_dir: str, device: str | None) -> dict[str, Any]:
+    """One fold of a candidate: a training, or a closed-form random-feature fit."""
+    if recipe.get("kind") == "features":
+        return features_cv_stage(recipe, run_dir)
+    return cv_stage(recipe, run_dir, device)
+
+
+def _budget(cv: dict[str, Any], record_path: str, **budget: Any) -> dict[str, Any]:
+    """The budget of a candidate from its first fold: mapped by the mapper, or a bank's cost model."""
+    if cv.get("kind") == "features":
+        return features_budget_stage(cv, record_path, **budget)
+    return budget_stage(cv, record_path, **budget)
+
+
 def _first(plan: Plan, name: str) -> Job:
     return next(j for j in plan.jobs if j.candidate == name)
 
@@ -96,7 +111,7 @@ def _submit(client, plan: Plan, device: str | None, gpu: bool, budget: dict[str,
     jobs, names = plan.pending()
     for job in jobs:
         f = client.submit(
-            cv_stage,
+            _cv,
             job.recipe,
             job.run_dir,
             device,
@@ -108,12 +123,17 @@ def _submit(client, plan: Plan, device: str | None, gpu: bool, budget: dict[str,
     for name in names:
         first = _first(plan, name)
         cv = by_run.get(first.run_dir, first.result)
-        f = client.submit(budget_stage, cv, plan.budgets[name], key=f"budget-{name}", **budget)
+        f = client.submit(_budget, cv, plan.budgets[name], key=f"budget-{name}", **budget)
         futures[f] = ("budget", name)
     return futures
 
 
 def _line(kind: str, what, result: dict[str, Any]) -> str:
+    if kind == "cv" and what.recipe.get("kind") == "features":
+        return (
+            f"fitted {what.candidate} seed {what.seed} fold {what.fold}: held-out golden accuracy "
+            f"{100 * result['accuracy']:.1f}%"
+        )
     if kind == "cv":
         return (
             f"trained {what.candidate} seed {what.seed} fold {what.fold}: held-out golden accuracy "
@@ -131,10 +151,10 @@ def _run_here(plan: Plan, device: str | None, budget: dict[str, Any], console: C
     """``--workers 0``: every pending task in this process, one after another (no cluster)."""
     jobs, names = plan.pending()
     for job in jobs:
-        job.result = cv_stage(job.recipe, job.run_dir, device)
+        job.result = _cv(job.recipe, job.run_dir, device)
         console.print(_line("cv", job, job.result), highlight=False, soft_wrap=True)
     for name in names:
-        record = budget_stage(_first(plan, name).result, plan.budgets[name], **budget)
+        record = _budget(_first(plan, name).result, plan.budgets[name], **budget)
         plan.budget_results[name] = record
         console.print(_line("budget", name, record), highlight=False, soft_wrap=True)
 

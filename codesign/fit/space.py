@@ -22,14 +22,14 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from codesign.bundle.io import validation_message
 from codesign.errors import CodesignError
 from codesign.nn.stride import auto_stride
 from codesign.train.recipe import Recipe, apply_override, parse_recipe
 
-__all__ = ["Candidate", "FitSpace", "auto_stride", "candidates", "load_space", "schema_has"]
+__all__ = ["Candidate", "FitSpace", "auto_stride", "candidates", "is_features", "load_space", "schema_has"]
 
 STRIDE_KEY = "model.input_stride"
 
@@ -45,11 +45,27 @@ class CandidateSpec(_Strict):
     set: list[str] = Field(default_factory=list)
 
 
+class FeatureCandidateSpec(_Strict):
+    """A random-feature network of about ``units`` counting units (:mod:`codesign.fit.features`)."""
+
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    why: str = Field(min_length=1, description="why the candidate is in the space")
+    quick: bool = False
+    units: int = Field(ge=84, le=20000)
+
+
 class FitSpace(_Strict):
     base: dict[str, Any]
     quick_train: dict[str, Any] = Field(default_factory=dict)
     axes: dict[str, list[Any]] = Field(default_factory=dict)
-    candidates: list[CandidateSpec] = Field(min_length=1)
+    candidates: list[CandidateSpec] = Field(default_factory=list)
+    features: list[FeatureCandidateSpec] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _some_candidate(self) -> FitSpace:
+        if not self.candidates and not self.features:
+            raise ValueError("a space needs at least one candidate (candidates or features)")
+        return self
 
 
 @dataclass
@@ -79,7 +95,7 @@ def load_space(path: str | Path | None = None) -> FitSpace:
         space = FitSpace.model_validate(data)
     except ValidationError as err:
         raise CodesignError(validation_message(err), path=path) from None
-    names = [c.name for c in space.candidates]
+    names = [c.name for c in space.candidates] + [c.name for c in space.features]
     if len(set(names)) != len(names):
         raise CodesignError(
             f"candidate names repeat: {sorted({n for n in names if names.count(n) > 1})}", path=path
@@ -159,7 +175,15 @@ def candidates(
                 recipe = _with(recipe, key, value)
             suffix = "".join(f"-{k.rsplit('.', 1)[-1]}{v}" for k, v in settings.items() if len(axes[k]) > 1)
             out.append(Candidate(spec.name + suffix, spec.why, recipe, settings))
+    for feat in space.features:  # closed-form fits: no training settings, no axes
+        if feat.quick or not quick:
+            out.append(Candidate(feat.name, feat.why, {"kind": "features", "units": feat.units}))
     return out
+
+
+def is_features(candidate: Candidate) -> bool:
+    """A random-feature candidate (fitted in closed form, :mod:`codesign.fit.features`)."""
+    return candidate.recipe.get("kind") == "features"
 
 
 def check_recipe(candidate: Candidate, task: dict[str, Any]) -> Recipe:

@@ -68,6 +68,7 @@ def cv_result(run_dir: str) -> dict[str, Any] | None:
         return None
     return {
         "run_dir": run_dir,
+        "kind": summary.get("kind", "recurrent"),
         "accuracy": summary["test"],
         "scored": summary.get("scored"),
         "best_iteration": summary["best_iteration"],

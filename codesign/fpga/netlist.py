@@ -31,23 +31,25 @@ from codesign.atomic import atomic_dir
 from codesign.errors import CodesignError
 from codesign.fpga.ecp5_cells import check_modelled, ecp5_models
 from codesign.fpga.tools import run_tool
+from codesign.hw.build import build_top
 
 __all__ = ["NETLIST_DEVICES", "cell_models", "flip_lut", "invert_lut", "netlist_build", "synth_script"]
 
 NETLIST_DEVICES = ("up5k", "hx8k", "ecp5-25k", "ecp5-85k")
-_TOP = "accelerator"
+_TOP = "accelerator"  # the top of a build.json that names none
 _BUNDLE_FILES = ("build.json", "manifest.yaml", "weights.npz")
 _INCLUDE = re.compile(r'^\s*`include\s+"([^"]+)"\s*$', re.MULTILINE)
 
 
-def synth_script(device: str) -> str:
-    """The yosys script: ``codesign synth``'s mapping for ``device``, then a Verilog netlist."""
+def synth_script(device: str, top: str = _TOP) -> str:
+    """The yosys script: ``codesign synth``'s mapping for ``device`` of the module ``top``, then a
+    Verilog netlist."""
     if device not in NETLIST_DEVICES:
         raise CodesignError(f"--netlist {device!r} is not one of {', '.join(NETLIST_DEVICES)}")
     if device.startswith("ecp5"):
-        synth = f"synth_ecp5 -top {_TOP}"
+        synth = f"synth_ecp5 -top {top}"
     else:
-        synth = f"synth_ice40 -top {_TOP}" + (" -dsp -spram" if device == "up5k" else "")
+        synth = f"synth_ice40 -top {top}" + (" -dsp -spram" if device == "up5k" else "")
     return "\n".join(
         [
             "read_verilog rtl.v",
@@ -114,7 +116,7 @@ def netlist_build(
         raise CodesignError(
             "not a build folder: accelerator.v missing (make one with codesign rtl)", path=build
         )
-    script = synth_script(device)
+    script = synth_script(device, build_top(build))
     models = cell_models(device)
     key = _sha256(rtl.read_text() + script + models)
     out = build / "netlist" / device

@@ -176,6 +176,11 @@ def port_map(info: dict, *, path: Path | None = None, counters: bool = False) ->
     """Sort the ``"ports"`` of a ``build.json`` dictionary; ``path`` only names the file in errors;
     ``counters``: the wrapper serialises the ``counters`` output."""
     top = info.get("top", "accelerator")
+    if info.get("bus", "stream") != "stream":
+        raise CodesignError(
+            f"{_where(path, 'bus')} is {info['bus']!r}: the UART wrapper drives the stream face; "
+            "rebuild with `codesign rtl --bus stream`"
+        )
     raw = info.get("ports")
     if not isinstance(raw, dict) or not raw:
         raise CodesignError(f"{_where(path, 'ports')} is missing or empty; rebuild with `codesign rtl`")

@@ -43,6 +43,7 @@ from codesign.fpga.ports import build_identity, load_port_map
 from codesign.fpga.tools import run_tool
 from codesign.fpga.uart import baud_divisor
 from codesign.fpga.wrapper import TOP_NAME, top_verilog
+from codesign.hw.build import build_top
 
 SUMMARY = "summary.json"
 _UTIL_LINE = re.compile(r"^Info:\s+(\w+):\s+(\d+)/\s*(\d+)\s+(\d+)%", re.MULTILINE)
@@ -418,7 +419,8 @@ def synthesize(
             f"      per module: unflattened synthesis of accelerator.v (log {work / 'hierarchy.log'})",
         )
         hierarchy = [
-            dataclasses.asdict(row) for row in hierarchy_costs(work, device, timeout_s=options.timeout_s)
+            dataclasses.asdict(row)
+            for row in hierarchy_costs(work, device, timeout_s=options.timeout_s, top=build_top(build))
         ]
         seconds["hierarchy"] = time.monotonic() - t
 

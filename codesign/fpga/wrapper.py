@@ -5,10 +5,11 @@
     uart_rx ─▶ FFSynchronizer ─▶ UartRx ─▶ FIFO (512 bytes) ─▶ AcceleratorBridge ─▶ accelerator (Instance)
     uart_tx ◀──────────────────  UartTx ◀───────────────────────┘                 ◀─┘
 
-The accelerator is instantiated by name (module ``accelerator`` of ``BUILD/accelerator.v``), its
-ports taken from ``BUILD/build.json`` (:mod:`codesign.fpga.ports`), so the wrapper follows the
-design without knowing it. A power-on reset holds the accelerator and the bridge in reset for
-the first 16 cycles after configuration (the accelerator's ``rst`` is synchronous, active high).
+The accelerator is instantiated by name (the module ``build.json`` names as ``top``, in
+``BUILD/accelerator.v``), its ports taken from ``BUILD/build.json`` (:mod:`codesign.fpga.ports`),
+so the wrapper follows the design without knowing it. A power-on reset holds the accelerator and
+the bridge in reset for the first 16 cycles after configuration, counted from the PLL's lock where
+there is a PLL (the accelerator's ``rst`` is synchronous, active high).
 The UART has no flow control, so received bytes wait in a 512-byte FIFO until the bridge takes
 them: a host may send up to 511 bytes ahead of what the design has consumed.
 Inputs that are not part of a stream are tied to zero; outputs that are not part of one are

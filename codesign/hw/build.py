@@ -3,9 +3,11 @@
 A build directory holds everything a simulator or an FPGA flow needs and nothing that points back
 into the source tree::
 
-    accelerator.v     generated Verilog (top module ``accelerator``, ports ``clk`` and ``rst``
-                      (synchronous, active high) plus the signature's members: ``inputs``,
-                      ``config``, ``results`` streams, ``counters``, ``trace_<l>``)
+    accelerator.v     generated Verilog (top module named by ``--name``, by default the bundle's
+                      name as a Verilog identifier; every other module's name starts with the
+                      top's and a dot; ports ``clk`` and ``rst`` (synchronous, active high) plus
+                      the signature's members: ``inputs``, ``config``, ``results`` streams,
+                      ``counters``, ``trace_<l>``)
     manifest.yaml     copy of the bundle it was built from (the testbench's golden model reads it)
     weights.npz
     build.json        top name, lanes, weights mode, the plan (engines, memories with their
@@ -32,13 +34,90 @@ from codesign.bundle.cells import CELLS
 from codesign.bundle.io import MANIFEST, WEIGHTS
 from codesign.errors import CodesignError
 from codesign.hw.accelerator import WEIGHT_MODES, Accelerator
+from codesign.hw.faces import BUSES, AxiFace, identity_word
 from codesign.hw.plan import AcceleratorPlan
 
-__all__ = ["BUILD_JSON", "TOP", "VERILOG", "build_rtl", "payload_fields", "plan_summary"]
+__all__ = [
+    "BUILD_JSON",
+    "TOP",
+    "VERILOG",
+    "build_rtl",
+    "build_top",
+    "check_module_name",
+    "module_name",
+    "payload_fields",
+    "plan_summary",
+]
 
 TOP = "accelerator"
+"""The top module's name in a ``build.json`` that records none (a build made before ``--name``)."""
 VERILOG = "accelerator.v"
 BUILD_JSON = "build.json"
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+MAX_NAME = 64
+"""The longest module name ``--name`` accepts (every submodule's name is this plus its path)."""
+# Verilog-2005 and SystemVerilog-2017 keywords a module may not be named after (IEEE 1800 Annex B)
+_KEYWORDS = frozenset(
+    """accept_on alias always always_comb always_ff always_latch and assert assign assume automatic
+    before begin bind bins binsof bit break buf bufif0 bufif1 byte case casex casez cell chandle
+    checker class clocking cmos config const constraint context continue cover covergroup coverpoint
+    cross deassign default defparam design disable dist do edge else end endcase endchecker
+    endclass endclocking endconfig endfunction endgenerate endgroup endinterface endmodule
+    endpackage endprimitive endprogram endproperty endspecify endsequence endtable endtask enum
+    event eventually expect export extends extern final first_match for force foreach forever
+    fork forkjoin function generate genvar global highz0 highz1 if iff ifnone ignore_bins
+    illegal_bins implements implies import incdir include initial inout input inside instance int
+    integer interconnect interface intersect join join_any join_none large let liblist library
+    local localparam logic longint macromodule matches medium modport module nand negedge
+    nettype new nexttime nmos nor noshowcancelled not notif0 notif1 null or output package packed
+    parameter pmos posedge primitive priority program property protected pull0 pull1 pulldown
+    pullup pulsestyle_ondetect pulsestyle_onevent pure rand randc randcase randsequence rcmos
+    real realtime ref reg reject_on release repeat restrict return rnmos rpmos rtran rtranif0
+    rtranif1 s_always s_eventually s_nexttime s_until s_until_with scalared sequence shortint
+    shortreal showcancelled signed small soft solve specify specparam static string strong
+    strong0 strong1 struct super supply0 supply1 sync_accept_on sync_reject_on table tagged task
+    this throughout time timeprecision timeunit tran tranif0 tranif1 tri tri0 tri1 triand trior
+    trireg type typedef union unique unique0 unsigned until until_with untyped use uwire var
+    vectored virtual void wait wait_order wand weak weak0 weak1 while wildcard wire with within
+    wor xnor xor""".split()
+)
+
+
+def check_module_name(name: str) -> str:
+    """``name`` if it can name the top module (a plain Verilog identifier of at most
+    :data:`MAX_NAME` characters and no keyword); raises :class:`CodesignError` otherwise."""
+    allowed = (
+        f"a module name is a letter or _ followed by letters, digits or _ (at most {MAX_NAME} "
+        "characters) and no Verilog or SystemVerilog keyword"
+    )
+    if not isinstance(name, str) or _IDENTIFIER.fullmatch(name) is None or len(name) > MAX_NAME:
+        raise CodesignError(f"--name {name!r}: {allowed}")
+    if name in _KEYWORDS:
+        raise CodesignError(f"--name {name!r} is a Verilog keyword: {allowed}")
+    return name
+
+
+def module_name(bundle_name: str) -> str:
+    """The default top module name of a bundle's build: ``bundle_name`` with every character
+    outside ``[A-Za-z0-9_]`` replaced by ``_``, prefixed with ``m_`` where it starts with a digit
+    (or is empty), suffixed with ``_top`` where it is a keyword, cut to :data:`MAX_NAME`."""
+    name = re.sub(r"[^A-Za-z0-9_]", "_", bundle_name)
+    if not name or not (name[0].isalpha() or name[0] == "_"):
+        name = f"m_{name}"
+    name = name[:MAX_NAME]
+    if name in _KEYWORDS:
+        name = f"{name}_top"
+    return check_module_name(name)
+
+
+def build_top(build: Path) -> str:
+    """The top module's name of the build folder ``build`` (its ``build.json``'s ``top``; a
+    build without one is named :data:`TOP`)."""
+    top = _read_json(Path(build) / BUILD_JSON).get("top", TOP)
+    if not isinstance(top, str) or _IDENTIFIER.fullmatch(top) is None:
+        raise CodesignError(f"top is {top!r}, not a Verilog identifier", path=Path(build) / BUILD_JSON)
+    return top
 
 
 def payload_fields(layout, prefix: str = "", offset: int = 0) -> dict[str, dict[str, int]]:
@@ -68,12 +147,13 @@ def payload_fields(layout, prefix: str = "", offset: int = 0) -> dict[str, dict[
     return out
 
 
-def _ports(accelerator: Accelerator) -> dict[str, dict[str, object]]:
-    ports: dict[str, dict[str, object]] = {
-        "clk": {"direction": "in", "width": 1},
-        "rst": {"direction": "in", "width": 1},
-    }
-    for path, member, value in accelerator.signature.flatten(accelerator):
+def _ports(
+    component: wiring.Component, clock: tuple[str, ...] = ("clk", "rst")
+) -> dict[str, dict[str, object]]:
+    """The top's Verilog ports: ``clock`` (the implicit domain's, as Amaranth adds them) and the
+    signature's members."""
+    ports: dict[str, dict[str, object]] = {name: {"direction": "in", "width": 1} for name in clock}
+    for path, member, value in component.signature.flatten(component):
         ports["__".join(map(str, path))] = {
             "direction": "in" if member.flow == wiring.In else "out",
             "width": len(value.as_value() if hasattr(value, "as_value") else value),
@@ -193,6 +273,8 @@ def build_rtl(
     share_updates: str = "off",
     merge: str = "off",
     mapping: dict | None = None,
+    name: str | None = None,
+    bus: str = "stream",
 ) -> dict:
     """Generate ``accelerator.v`` for the bundle in ``bundle_dir`` into ``out_dir`` (atomically).
 
@@ -239,6 +321,14 @@ def build_rtl(
     mapping : dict or None
         The mapper's record (``codesign rtl --device``: :meth:`codesign.mapper.Mapping.record`),
         kept in ``build.json`` as ``mapping``; None for a build whose options were given by hand.
+    name : str or None
+        The top module's name (:func:`check_module_name`); every other module is named after it
+        (``NAME.layer0``, ``NAME.readout``, ...), so builds with different names share one design.
+        ``None``: the bundle's name made an identifier (:func:`module_name`).
+    bus : ``"stream"`` or ``"axi"``
+        The top's face (:data:`codesign.hw.faces.BUSES`): the accelerator's own valid/ready
+        streams, or :class:`codesign.hw.faces.AxiFace` around it (AXI4-Stream inputs and results,
+        AXI4-Lite registers; ``build.json``: ``bus`` and ``axi``).
 
     Returns
     -------
@@ -251,9 +341,12 @@ def build_rtl(
         If the bundle is malformed or exceeds a hardware limit (the message names the field).
     """
     bundle_dir, out_dir = Path(bundle_dir), Path(out_dir)
+    if bus not in BUSES:
+        raise CodesignError(f"--bus must be one of {', '.join(BUSES)}, not {bus!r}")
     if weights not in WEIGHT_MODES:
         raise CodesignError(f"--weights must be one of {', '.join(WEIGHT_MODES)}, not {weights!r}")
     bundle = load_bundle(bundle_dir)
+    top = module_name(bundle.manifest.name) if name is None else check_module_name(name)
     accelerator = Accelerator(
         bundle,
         lanes=lanes,
@@ -266,22 +359,35 @@ def build_rtl(
         share_updates=share_updates,
         merge=merge,
     )
-    text = drop_huge_init(verilog.convert(accelerator, name=TOP, emit_src=False), accelerator.plan)
-    info = _build_info(accelerator, bundle, text, lanes=lanes, weights=weights, faults=faults)
+    face = None
+    if bus == "axi":
+        identity = identity_word(
+            plan_summary(accelerator.plan), weights, bundle.manifest.checksums.get(WEIGHTS), top
+        )
+        face = AxiFace(accelerator, identity)
+    text = drop_huge_init(verilog.convert(face or accelerator, name=top, emit_src=False), accelerator.plan)
+    info = _build_info(accelerator, bundle, text, top=top, lanes=lanes, weights=weights, faults=faults)
+    info["bus"] = bus
+    if face is not None:
+        info["ports"] = _ports(face, clock=())
+        info["clock"], info["reset"] = "aclk", "aresetn (synchronous, active low)"
+        info["axi"] = _axi_info(face)
     if mapping is not None:
         info["mapping"] = mapping
     _write_build(bundle_dir, out_dir, text, info)
     return info
 
 
-def _build_info(accelerator: Accelerator, bundle, text: str, *, lanes: int, weights: str, faults) -> dict:
+def _build_info(
+    accelerator: Accelerator, bundle, text: str, *, top: str, lanes: int, weights: str, faults
+) -> dict:
     """The contents of ``build.json`` for the generated Verilog ``text``: the plan, ports and
     payload layouts the testbench and the FPGA wrapper read, and the hashes that name the build."""
     plan = accelerator.plan
     manifest = bundle.manifest
     shape_key = hashlib.sha256(json.dumps(plan.shape_key(), sort_keys=True).encode()).hexdigest()
     return {
-        "top": TOP,
+        "top": top,
         "verilog": VERILOG,
         "verilog_sha256": hashlib.sha256(text.encode()).hexdigest(),
         "clock": "clk",
@@ -310,6 +416,23 @@ def _build_info(accelerator: Accelerator, bundle, text: str, *, lanes: int, weig
         "cycle_floor_per_step": "sum over layers of ceil(d_l / P) x passes_l x work_l (work_0 = non-zero "
         "inputs or non-zero DCLS outputs, work_l = events of layer l-1; passes_l = cycles per slot with "
         "shared multipliers or digit-serial products, 1 without)",
+    }
+
+
+def _axi_info(face: AxiFace) -> dict:
+    """``build.json``'s ``axi``: identity, address width, register map and ``TDATA`` layouts."""
+    return {
+        "identity": face.identity,
+        "address_bits": len(face.s_axil_awaddr),
+        "registers": [dict(r) for r in face.registers],
+        "s_axis_tdata": payload_fields(face.input_layout),
+        "s_axis_tdata_bits": len(face.s_axis_tdata),
+        "s_axis_tlast": "last item of a step",
+        "s_axis_tuser": "last item of a sequence (with TLAST)",
+        "m_axis_tdata": payload_fields(face.result_layout),
+        "m_axis_tdata_bits": len(face.m_axis_tdata),
+        "m_axis_tlast": "last beat of a result (its class_index is the argmax)",
+        "m_axis_tuser": "last result of a sequence (with TLAST)",
     }
 
 

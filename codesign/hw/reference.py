@@ -1,4 +1,5 @@
-"""Committed Verilog of the reference bundles (``rtl/<bundle>/accelerator.v``).
+"""Committed Verilog of the reference bundles (``rtl/<bundle>/accelerator.v``, and the AXI face of
+one of them, ``rtl/<bundle>_axi/``).
 
 ``make rtl`` regenerates it with :func:`regenerate`; a test compares a fresh generation with the
 committed file so the RTL in the repository never drifts from the generator.
@@ -26,6 +27,9 @@ REFERENCE_LANES = {
     "parity_hsru": 2,
 }
 """Reference bundle (``models/bundles/<name>``) -> lanes its committed RTL is generated with."""
+REFERENCE_AXI = {"copy_first_cmru": 1}
+"""Reference bundle -> lanes of its committed AXI-face build (``rtl/<name>_axi``, ``--bus axi``),
+the example of ``docs/integration.md``."""
 
 
 def regenerate(out_root: Path = ROOT / "rtl") -> list[Path]:
@@ -35,6 +39,9 @@ def regenerate(out_root: Path = ROOT / "rtl") -> list[Path]:
     for name, lanes in REFERENCE_LANES.items():
         build_rtl(ROOT / "models" / "bundles" / name, out_root / name, lanes=lanes)
         written.append(out_root / name / "accelerator.v")
+    for name, lanes in REFERENCE_AXI.items():
+        build_rtl(ROOT / "models" / "bundles" / name, out_root / f"{name}_axi", lanes=lanes, bus="axi")
+        written.append(out_root / f"{name}_axi" / "accelerator.v")
     return written
 
 

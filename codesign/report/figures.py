@@ -237,6 +237,7 @@ def build_figures(
     analog_off: str = "not requested",
     progress: Callable[[str], None] | None = None,
     fpga_device: str | None = None,
+    inputs: list | None = None,
 ) -> dict:
     """Everything ``codesign report`` writes, as one JSON-able dict.
 
@@ -244,6 +245,7 @@ def build_figures(
     ``steps``, ...) to measure the cells in ngspice (cached in ``BUILD/report_analog``); None
     leaves the section out, with ``analog_off`` as the reason. ``fpga_device``: the chip of the
     FPGA power estimate (:mod:`codesign.report.fpga_power`; default chosen from the build).
+    ``inputs``: integer input sequences to measure on instead of the bundle's test set.
     """
     say = progress or (lambda t: print(f"report: {t}", file=sys.stderr, flush=True))
     build = Path(build)
@@ -254,7 +256,7 @@ def build_figures(
     p0 = int(info["lanes"])
     widest = max(layer["size"] for layer in info["layers"])
     lanes = sorted(set(lanes or sweep_lanes(widest)) | {p0})
-    seqs, source = load_inputs(bundle, sequences=sequences, steps=steps)
+    seqs, source = load_inputs(bundle, sequences=sequences, steps=steps, given=inputs)
     steps_per_inference = sum(len(s) for s in seqs) / len(seqs)
 
     synth = _synth_summaries(build)

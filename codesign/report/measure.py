@@ -1,6 +1,6 @@
 """Inputs and simulated counters: ``codesign.hw.pysim.simulate`` at one lane count.
 
-The inputs are the first sequences of the bundle's own test set (the task and seed of its
+The inputs are the caller's own sequences when given, else the first sequences of the bundle's own test set (the task and seed of its
 provenance, quantized as the golden model does) when that set can be built here, otherwise random
 integer inputs (:func:`codesign.bundle.random.random_integer_inputs`); ``source`` says which.
 """
@@ -17,9 +17,23 @@ __all__ = ["dense_macs", "load_inputs", "measure"]
 
 
 def load_inputs(
-    bundle: Bundle, *, sequences: int, steps: int | None, seed: int = 0
+    bundle: Bundle,
+    *,
+    sequences: int,
+    steps: int | None,
+    seed: int = 0,
+    given: list[np.ndarray] | None = None,
 ) -> tuple[list[np.ndarray], str]:
-    """``sequences`` integer input sequences (at most ``steps`` long) and a sentence saying where from."""
+    """``sequences`` integer input sequences (at most ``steps`` long) and a sentence saying where from.
+
+    ``given``: the caller's own integer sequences, taken before the bundle's test set."""
+    if given is not None:
+        seqs = [np.asarray(s[:steps] if steps else s, dtype=np.int64) for s in list(given)[:sequences]]
+        if not seqs:
+            from codesign.errors import CodesignError
+
+            raise CodesignError("inputs: no sequences given")
+        return seqs, f"the caller's inputs: the first {len(seqs)} sequences, {len(seqs[0])} steps each"
     prov = bundle.manifest.provenance or {}
     task = prov.get("task") if isinstance(prov, dict) else None
     reason = "the bundle's provenance names no task and seed"

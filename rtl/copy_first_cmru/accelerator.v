@@ -2,7 +2,7 @@
 
 (* top =  1  *)
 (* generator = "Amaranth" *)
-module accelerator(inputs__valid, config__payload, config__valid, results__ready, clk, rst, inputs__ready, config__ready, results__payload, results__valid, counters, trace_0, inputs__payload);
+module copy_first_cmru(inputs__valid, config__payload, config__valid, results__ready, clk, rst, inputs__ready, config__ready, results__payload, results__valid, counters, trace_0, inputs__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$1  = 0;
   wire [32:0] \$1 ;
   wire [32:0] \$10 ;
@@ -248,7 +248,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     sequences <= \$17 ;
   always @(posedge clk)
     results <= \$18 ;
-  \accelerator.layer0  layer0 (
+  \copy_first_cmru.layer0  layer0 (
     .clk(clk),
     .config__payload(config__payload),
     .config__valid(config__valid),
@@ -278,7 +278,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .rst(rst),
     .\trace$120 (trace_0)
   );
-  \accelerator.layer0_slice  layer0_slice (
+  \copy_first_cmru.layer0_slice  layer0_slice (
     .clk(clk),
     .i__payload(i__payload),
     .i__ready(events__ready),
@@ -288,7 +288,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .o__valid(\items__valid$33 ),
     .rst(rst)
   );
-  \accelerator.readout  readout (
+  \copy_first_cmru.readout  readout (
     .clk(clk),
     .config__payload(config__payload),
     .config__valid(config__valid),
@@ -521,7 +521,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, rst, items__ready, \items__ready$86 , \trace$120 , layer0_events, layer0_saturations, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, layer0_items_reads, layer0_items_writes
+module \copy_first_cmru.layer0 (items__valid, config__payload, config__valid, clk, rst, items__ready, \items__ready$86 , \trace$120 , layer0_events, layer0_saturations, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, layer0_items_reads, layer0_items_writes
 , layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, events__valid, events__payload, items__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
   wire [15:0] \$1 ;
@@ -1048,7 +1048,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   assign \$14  = \$12  & \$13 ;
   assign \$15  = hold_c4_2 ? old_out_2 : new_c4_2;
   assign \$16  = out_2 != old_out_2;
-  \accelerator.layer0.entries  entries (
+  \copy_first_cmru.layer0.entries  entries (
     .clk(clk),
     .credit(credit),
     .out_valid(i__valid),
@@ -1059,7 +1059,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
     .w__payload(entry),
     .w__valid(w__valid)
   );
-  \accelerator.layer0.entry_slice  entry_slice (
+  \copy_first_cmru.layer0.entry_slice  entry_slice (
     .clk(clk),
     .i__payload(i__payload),
     .i__ready(r__ready),
@@ -1069,7 +1069,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
     .o__valid(entries__valid),
     .rst(rst)
   );
-  \accelerator.layer0.front  front (
+  \copy_first_cmru.layer0.front  front (
     .acc(\acc$13 ),
     .clk(clk),
     .config__payload(config__payload),
@@ -1100,7 +1100,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
     .state(state),
     .state_write(state_write)
   );
-  \accelerator.layer0.serializer  serializer (
+  \copy_first_cmru.layer0.serializer  serializer (
     .clk(clk),
     .entries__payload(entries__payload),
     .entries__ready(o__ready),
@@ -1110,7 +1110,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
     .items__valid(events__valid),
     .rst(rst)
   );
-  \accelerator.layer0.update_0  update_0 (
+  \copy_first_cmru.layer0.update_0  update_0 (
     .abs_at_least(gate),
     .acc(acc),
     .h_new(\new ),
@@ -1119,7 +1119,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
     .params(\params$15 [5:0]),
     .saturated(\saturated$96 )
   );
-  \accelerator.layer0.update_1  update_1 (
+  \copy_first_cmru.layer0.update_1  update_1 (
     .abs_at_least(\gate$102 ),
     .acc(\acc$18 ),
     .h_new(\new$99 ),
@@ -1128,7 +1128,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
     .params(\params$15 [11:6]),
     .saturated(\saturated$103 )
   );
-  \accelerator.layer0.update_2  update_2 (
+  \copy_first_cmru.layer0.update_2  update_2 (
     .abs_at_least(\gate$109 ),
     .acc(\acc$21 ),
     .h_new(\new$106 ),
@@ -1137,7 +1137,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
     .params(\params$15 [17:12]),
     .saturated(\saturated$110 )
   );
-  \accelerator.layer0.update_3  update_3 (
+  \copy_first_cmru.layer0.update_3  update_3 (
     .abs_at_least(\gate$116 ),
     .acc(\acc$24 ),
     .h_new(\new$113 ),
@@ -1655,7 +1655,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.entries (rst, w__valid, reserve, credit, r__payload, r__ready, w__payload, out_valid, clk);
+module \copy_first_cmru.layer0.entries (rst, w__valid, reserve, credit, r__payload, r__ready, w__payload, out_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -1876,7 +1876,7 @@ module \accelerator.layer0.entries (rst, w__valid, reserve, credit, r__payload, 
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__ready, o__payload, o__valid, clk);
+module \copy_first_cmru.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__ready, o__payload, o__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$4  = 0;
   wire \$1 ;
   wire \$2 ;
@@ -2053,7 +2053,7 @@ module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.front (items__valid, config__payload, config__valid, clk, rst, items__ready, starting, credit, state_write, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, params, state, \slot$64 
+module \copy_first_cmru.layer0.front (items__valid, config__payload, config__valid, clk, rst, items__ready, starting, credit, state_write, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, params, state, \slot$64 
 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, acc, items__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
   wire \$1 ;
@@ -2572,7 +2572,7 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
   assign \$36  = | slot_c2[22:19];
   assign \$37  = \$35  & \$36 ;
   assign \$39  = layer0_macs + 4'h8;
-  \accelerator.layer0.front.issue  issue (
+  \copy_first_cmru.layer0.front.issue  issue (
     .clk(clk),
     .credit(credit),
     .items__payload(items__payload),
@@ -2588,7 +2588,7 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
     .\slot$22 (slot),
     .starting(starting)
   );
-  \accelerator.layer0.front.lanes  lanes (
+  \copy_first_cmru.layer0.front.lanes  lanes (
     .acc(acc),
     .clk(clk),
     .first(slot_c2[9]),
@@ -2940,7 +2940,7 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, starting, credit, \slot$22 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, items__payload);
+module \copy_first_cmru.layer0.front.issue (items__valid, clk, rst, items__ready, starting, credit, \slot$22 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, items__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
   wire \$1 ;
   wire [4:0] \$10 ;
@@ -3714,7 +3714,7 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value, acc, clk);
+module \copy_first_cmru.layer0.front.lanes (rst, weights, seeds, valid, first, value, acc, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
   wire [11:0] \$1 ;
   wire \$10 ;
@@ -4072,7 +4072,7 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__payload, entries__ready, entries__payload, entries__valid, clk);
+module \copy_first_cmru.layer0.serializer (rst, items__ready, items__valid, items__payload, entries__ready, entries__payload, entries__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
   wire [3:0] \$1 ;
   wire \$10 ;
@@ -4266,7 +4266,7 @@ module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__p
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_0 (h_new, hold, saturated, acc, params, abs_at_least, old);
+module \copy_first_cmru.layer0.update_0 (h_new, hold, saturated, acc, params, abs_at_least, old);
   reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -4352,7 +4352,7 @@ module \accelerator.layer0.update_0 (h_new, hold, saturated, acc, params, abs_at
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_1 (h_new, hold, saturated, acc, params, abs_at_least, old);
+module \copy_first_cmru.layer0.update_1 (h_new, hold, saturated, acc, params, abs_at_least, old);
   reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -4438,7 +4438,7 @@ module \accelerator.layer0.update_1 (h_new, hold, saturated, acc, params, abs_at
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_2 (h_new, hold, saturated, acc, params, abs_at_least, old);
+module \copy_first_cmru.layer0.update_2 (h_new, hold, saturated, acc, params, abs_at_least, old);
   reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -4524,7 +4524,7 @@ module \accelerator.layer0.update_2 (h_new, hold, saturated, acc, params, abs_at
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_3 (h_new, hold, saturated, acc, params, abs_at_least, old);
+module \copy_first_cmru.layer0.update_3 (h_new, hold, saturated, acc, params, abs_at_least, old);
   reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -4610,7 +4610,7 @@ module \accelerator.layer0.update_3 (h_new, hold, saturated, acc, params, abs_at
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload, o__payload, o__valid, clk);
+module \copy_first_cmru.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload, o__payload, o__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$13  = 0;
   wire \$1 ;
   wire \$2 ;
@@ -4747,7 +4747,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout (config__valid, r__ready, clk, rst, items__ready, results__payload, items__payload, items__valid, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, results__valid, config__payload
+module \copy_first_cmru.readout (config__valid, r__ready, clk, rst, items__ready, results__payload, items__payload, items__valid, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, results__valid, config__payload
 );
   reg \$auto$verilog_backend.cc:2355:dump_module$14  = 0;
   wire \$1 ;
@@ -5064,7 +5064,7 @@ module \accelerator.readout (config__valid, r__ready, clk, rst, items__ready, re
   assign \$26  = $signed(acc[111:84]) > $signed(acc[83:56]);
   assign \$28  = \$23  & \$27 ;
   assign \$29  = \$28  ? acc[111:84] : acc[83:56];
-  \accelerator.readout.front  front (
+  \copy_first_cmru.readout.front  front (
     .acc(acc),
     .clk(clk),
     .config__payload(config__payload),
@@ -5088,7 +5088,7 @@ module \accelerator.readout (config__valid, r__ready, clk, rst, items__ready, re
     .\slot$45 (slot),
     .starting(reserve)
   );
-  \accelerator.readout.results  results (
+  \copy_first_cmru.readout.results  results (
     .clk(clk),
     .credit(credit),
     .out_valid(results__valid),
@@ -5363,7 +5363,7 @@ module \accelerator.readout (config__valid, r__ready, clk, rst, items__ready, re
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.front (config__valid, clk, rst, items__ready, starting, credit, items__payload, items__valid, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, \slot$45 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, acc
+module \copy_first_cmru.readout.front (config__valid, clk, rst, items__ready, starting, credit, items__payload, items__valid, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, \slot$45 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, acc
 , config__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$15  = 0;
   wire \$1 ;
@@ -5734,7 +5734,7 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
     slot_c2a <= \$37 ;
   always @(posedge clk)
     use_acc2a <= \$38 ;
-  \accelerator.readout.front.issue  issue (
+  \copy_first_cmru.readout.front.issue  issue (
     .clk(clk),
     .credit(credit),
     .items__payload(items__payload),
@@ -5750,7 +5750,7 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
     .\slot$21 (slot),
     .starting(starting)
   );
-  \accelerator.readout.front.lanes  lanes (
+  \copy_first_cmru.readout.front.lanes  lanes (
     .acc(acc),
     .clk(clk),
     .first(slot_c2[10]),
@@ -5981,7 +5981,7 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.front.issue (rst, items__ready, starting, credit, items__payload, items__valid, \slot$21 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, clk);
+module \copy_first_cmru.readout.front.issue (rst, items__ready, starting, credit, items__payload, items__valid, \slot$21 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$16  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -6759,7 +6759,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, value, acc, clk);
+module \copy_first_cmru.readout.front.lanes (rst, weights, seeds, valid, first, value, acc, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$17  = 0;
   wire [23:0] \$1 ;
   wire \$10 ;
@@ -6981,7 +6981,7 @@ module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, valu
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.results (clk, rst, reserve, credit, r__payload, w__payload, w__valid, out_valid, r__ready);
+module \copy_first_cmru.readout.results (clk, rst, reserve, credit, r__payload, w__payload, w__valid, out_valid, r__ready);
   reg \$auto$verilog_backend.cc:2355:dump_module$18  = 0;
   wire \$1 ;
   wire \$10 ;

@@ -2,7 +2,7 @@
 
 (* top =  1  *)
 (* generator = "Amaranth" *)
-module accelerator(inputs__valid, config__payload, config__valid, results__ready, clk, rst, inputs__ready, config__ready, results__payload, results__valid, counters, trace_0, inputs__payload);
+module flip_flop_bgmingru_dcls_hw(inputs__valid, config__payload, config__valid, results__ready, clk, rst, inputs__ready, config__ready, results__payload, results__valid, counters, trace_0, inputs__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$1  = 0;
   wire [32:0] \$1 ;
   wire [32:0] \$10 ;
@@ -282,7 +282,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     sequences <= \$17 ;
   always @(posedge clk)
     results <= \$18 ;
-  \accelerator.layer0  layer0 (
+  \flip_flop_bgmingru_dcls_hw.layer0  layer0 (
     .clk(clk),
     .config__payload(config__payload),
     .config__valid(config__valid),
@@ -312,7 +312,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .rst(rst),
     .\trace$88 (trace_0)
   );
-  \accelerator.layer0_dcls  layer0_dcls (
+  \flip_flop_bgmingru_dcls_hw.layer0_dcls  layer0_dcls (
     .clk(clk),
     .config__payload(config__payload),
     .config__valid(config__valid),
@@ -335,7 +335,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .r__ready(outputs__ready),
     .rst(rst)
   );
-  \accelerator.layer0_slice  layer0_slice (
+  \flip_flop_bgmingru_dcls_hw.layer0_slice  layer0_slice (
     .clk(clk),
     .i__payload(i__payload),
     .i__ready(events__ready),
@@ -345,7 +345,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .o__valid(\items__valid$41 ),
     .rst(rst)
   );
-  \accelerator.readout  readout (
+  \flip_flop_bgmingru_dcls_hw.readout  readout (
     .clk(clk),
     .config__payload(config__payload),
     .config__valid(config__valid),
@@ -611,7 +611,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__ready, \items__ready$64 , items__valid, \trace$88 , layer0_events, layer0_saturations, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, layer0_items_reads, layer0_items_writes
+module \flip_flop_bgmingru_dcls_hw.layer0 (config__valid, clk, rst, items__payload, items__ready, \items__ready$64 , items__valid, \trace$88 , layer0_events, layer0_saturations, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, layer0_items_reads, layer0_items_writes
 , layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, events__valid, events__payload, config__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
   wire [15:0] \$1 ;
@@ -988,7 +988,7 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
     new_c4_1 <= \$30 ;
   always @(posedge clk)
     old_1_d1 <= \$31 ;
-  \accelerator.layer0.entries  entries (
+  \flip_flop_bgmingru_dcls_hw.layer0.entries  entries (
     .clk(clk),
     .credit(credit),
     .out_valid(i__valid),
@@ -999,7 +999,7 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
     .w__payload(entry),
     .w__valid(w__valid)
   );
-  \accelerator.layer0.entry_slice  entry_slice (
+  \flip_flop_bgmingru_dcls_hw.layer0.entry_slice  entry_slice (
     .clk(clk),
     .i__payload(i__payload),
     .i__ready(r__ready),
@@ -1009,7 +1009,7 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
     .o__valid(entries__valid),
     .rst(rst)
   );
-  \accelerator.layer0.front  front (
+  \flip_flop_bgmingru_dcls_hw.layer0.front  front (
     .acc(\acc$13 ),
     .clk(clk),
     .config__payload(config__payload),
@@ -1040,7 +1040,7 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
     .state(state),
     .state_write(state_write)
   );
-  \accelerator.layer0.serializer  serializer (
+  \flip_flop_bgmingru_dcls_hw.layer0.serializer  serializer (
     .clk(clk),
     .entries__payload(entries__payload),
     .entries__ready(o__ready),
@@ -1050,7 +1050,7 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
     .items__valid(events__valid),
     .rst(rst)
   );
-  \accelerator.layer0.update_0  update_0 (
+  \flip_flop_bgmingru_dcls_hw.layer0.update_0  update_0 (
     .acc(acc),
     .clk(clk),
     .gate_r(gate),
@@ -1060,7 +1060,7 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
     .saturated(\saturated$77 ),
     .u(\new )
   );
-  \accelerator.layer0.update_1  update_1 (
+  \flip_flop_bgmingru_dcls_hw.layer0.update_1  update_1 (
     .acc(\acc$18 ),
     .clk(clk),
     .gate_r(\gate$84 ),
@@ -1433,7 +1433,7 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.entries (rst, w__valid, reserve, credit, r__payload, r__ready, w__payload, out_valid, clk);
+module \flip_flop_bgmingru_dcls_hw.layer0.entries (rst, w__valid, reserve, credit, r__payload, r__ready, w__payload, out_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -1646,7 +1646,7 @@ module \accelerator.layer0.entries (rst, w__valid, reserve, credit, r__payload, 
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__ready, o__payload, o__valid, clk);
+module \flip_flop_bgmingru_dcls_hw.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__ready, o__payload, o__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$4  = 0;
   wire \$1 ;
   wire \$2 ;
@@ -1807,7 +1807,7 @@ module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.front (config__valid, clk, rst, items__payload, items__ready, starting, credit, items__valid, state_write, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, params, state, \slot$64 
+module \flip_flop_bgmingru_dcls_hw.layer0.front (config__valid, clk, rst, items__payload, items__ready, starting, credit, items__valid, state_write, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, params, state, \slot$64 
 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, acc, config__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
   wire \$1 ;
@@ -2244,7 +2244,7 @@ module \accelerator.layer0.front (config__valid, clk, rst, items__payload, items
   assign \$36  = | slot_c2[27:17];
   assign \$37  = \$35  & \$36 ;
   assign \$39  = layer0_macs + 3'h4;
-  \accelerator.layer0.front.issue  issue (
+  \flip_flop_bgmingru_dcls_hw.layer0.front.issue  issue (
     .clk(clk),
     .credit(credit),
     .items__payload(items__payload),
@@ -2260,7 +2260,7 @@ module \accelerator.layer0.front (config__valid, clk, rst, items__payload, items
     .\slot$21 (slot),
     .starting(starting)
   );
-  \accelerator.layer0.front.lanes  lanes (
+  \flip_flop_bgmingru_dcls_hw.layer0.front.lanes  lanes (
     .acc(acc),
     .clk(clk),
     .first(slot_c2[8]),
@@ -2576,7 +2576,7 @@ module \accelerator.layer0.front (config__valid, clk, rst, items__payload, items
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.front.issue (rst, items__payload, items__ready, starting, credit, items__valid, \slot$21 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, clk);
+module \flip_flop_bgmingru_dcls_hw.layer0.front.issue (rst, items__payload, items__ready, starting, credit, items__valid, \slot$21 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -3328,7 +3328,7 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value, acc, clk);
+module \flip_flop_bgmingru_dcls_hw.layer0.front.lanes (rst, weights, seeds, valid, first, value, acc, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
   wire [18:0] \$1 ;
   wire \$10 ;
@@ -3550,7 +3550,7 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__payload, entries__ready, entries__payload, entries__valid, clk);
+module \flip_flop_bgmingru_dcls_hw.layer0.serializer (rst, items__ready, items__valid, items__payload, entries__ready, entries__payload, entries__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
   wire [1:0] \$1 ;
   wire \$10 ;
@@ -3735,7 +3735,7 @@ module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__p
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_0 (rst, u, hold, saturated, acc, params, gate_r, clk);
+module \flip_flop_bgmingru_dcls_hw.layer0.update_0 (rst, u, hold, saturated, acc, params, gate_r, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -3831,7 +3831,7 @@ module \accelerator.layer0.update_0 (rst, u, hold, saturated, acc, params, gate_
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_1 (rst, u, hold, saturated, acc, params, gate_r, clk);
+module \flip_flop_bgmingru_dcls_hw.layer0.update_1 (rst, u, hold, saturated, acc, params, gate_r, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -3927,7 +3927,7 @@ module \accelerator.layer0.update_1 (rst, u, hold, saturated, acc, params, gate_
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, clk, rst, outputs__payload, r__ready, items__ready, layer0_dcls_taps_reads, layer0_dcls_taps_writes, layer0_dcls_zbuf_reads, layer0_dcls_zbuf_writes, layer0_dcls_listed_reads, layer0_dcls_listed_writes, layer0_dcls_lists_reads, layer0_dcls_lists_writes, layer0_dcls_counts_reads, layer0_dcls_counts_writes, layer0_dcls_cycles, outputs__valid, items__payload
+module \flip_flop_bgmingru_dcls_hw.layer0_dcls (items__valid, config__payload, config__valid, clk, rst, outputs__payload, r__ready, items__ready, layer0_dcls_taps_reads, layer0_dcls_taps_writes, layer0_dcls_zbuf_reads, layer0_dcls_zbuf_writes, layer0_dcls_listed_reads, layer0_dcls_listed_writes, layer0_dcls_lists_reads, layer0_dcls_lists_writes, layer0_dcls_counts_reads, layer0_dcls_counts_writes, layer0_dcls_cycles, outputs__valid, items__payload
 );
   reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
   wire \$1 ;
@@ -4765,7 +4765,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     n_listed <= \$206 ;
   always @(posedge clk)
     layer0_dcls_cycles <= \$207 ;
-  \accelerator.layer0_dcls.out_fifo  out_fifo (
+  \flip_flop_bgmingru_dcls_hw.layer0_dcls.out_fifo  out_fifo (
     .cancel(cancel),
     .clk(clk),
     .credit(credit),
@@ -6485,7 +6485,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0_dcls.out_fifo (rst, credit, r__payload, r__ready, w__payload, w__valid, cancel, reserve, out_valid, clk);
+module \flip_flop_bgmingru_dcls_hw.layer0_dcls.out_fifo (rst, credit, r__payload, r__ready, w__payload, w__valid, cancel, reserve, out_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -6674,7 +6674,7 @@ module \accelerator.layer0_dcls.out_fifo (rst, credit, r__payload, r__ready, w__
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload, o__payload, o__valid, clk);
+module \flip_flop_bgmingru_dcls_hw.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload, o__payload, o__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$13  = 0;
   wire \$1 ;
   wire \$2 ;
@@ -6811,7 +6811,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout (config__valid, r__ready, clk, rst, items__ready, results__payload, items__payload, items__valid, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_acc_reads, readout_acc_writes, readout_macs, readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps
+module \flip_flop_bgmingru_dcls_hw.readout (config__valid, r__ready, clk, rst, items__ready, results__payload, items__payload, items__valid, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_acc_reads, readout_acc_writes, readout_macs, readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps
 , results__valid, config__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$14  = 0;
   wire \$1 ;
@@ -7021,7 +7021,7 @@ module \accelerator.readout (config__valid, r__ready, clk, rst, items__ready, re
     best_logit <= \$27 ;
   always @(posedge clk)
     best_class <= \$28 ;
-  \accelerator.readout.front  front (
+  \flip_flop_bgmingru_dcls_hw.readout.front  front (
     .acc(acc),
     .acc_write(acc_write),
     .clk(clk),
@@ -7048,7 +7048,7 @@ module \accelerator.readout (config__valid, r__ready, clk, rst, items__ready, re
     .\slot$54 (slot),
     .starting(reserve)
   );
-  \accelerator.readout.results  results (
+  \flip_flop_bgmingru_dcls_hw.readout.results  results (
     .clk(clk),
     .credit(credit),
     .out_valid(results__valid),
@@ -7231,7 +7231,7 @@ module \accelerator.readout (config__valid, r__ready, clk, rst, items__ready, re
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.front (config__valid, clk, rst, items__ready, starting, credit, items__payload, items__valid, acc_write, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_acc_reads, readout_acc_writes, readout_macs, \slot$54 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles
+module \flip_flop_bgmingru_dcls_hw.readout.front (config__valid, clk, rst, items__ready, starting, credit, items__payload, items__valid, acc_write, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_acc_reads, readout_acc_writes, readout_macs, \slot$54 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles
 , readout_stall_cycles, readout_steps, acc, config__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$15  = 0;
   wire \$1 ;
@@ -7580,7 +7580,7 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
   assign \$36  = | slot_c2[31:15];
   assign \$37  = \$35  & \$36 ;
   assign \$39  = readout_macs + 2'h2;
-  \accelerator.readout.front.issue  issue (
+  \flip_flop_bgmingru_dcls_hw.readout.front.issue  issue (
     .clk(clk),
     .credit(credit),
     .items__payload(items__payload),
@@ -7596,7 +7596,7 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
     .\slot$21 (slot),
     .starting(starting)
   );
-  \accelerator.readout.front.lanes  lanes (
+  \flip_flop_bgmingru_dcls_hw.readout.front.lanes  lanes (
     .acc(acc),
     .clk(clk),
     .first(slot_c2[6]),
@@ -7847,7 +7847,7 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.front.issue (rst, items__ready, starting, credit, items__payload, items__valid, \slot$21 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, clk);
+module \flip_flop_bgmingru_dcls_hw.readout.front.issue (rst, items__ready, starting, credit, items__payload, items__valid, \slot$21 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$16  = 0;
   wire \$1 ;
   wire [4:0] \$10 ;
@@ -8586,7 +8586,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, value, acc, clk);
+module \flip_flop_bgmingru_dcls_hw.readout.front.lanes (rst, weights, seeds, valid, first, value, acc, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$17  = 0;
   wire [24:0] \$1 ;
   reg \$10 ;
@@ -8740,7 +8740,7 @@ module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, valu
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.results (clk, rst, reserve, credit, r__payload, w__payload, w__valid, out_valid, r__ready);
+module \flip_flop_bgmingru_dcls_hw.readout.results (clk, rst, reserve, credit, r__payload, w__payload, w__valid, out_valid, r__ready);
   reg \$auto$verilog_backend.cc:2355:dump_module$18  = 0;
   wire \$1 ;
   wire \$10 ;

@@ -2,7 +2,7 @@
 
 (* top =  1  *)
 (* generator = "Amaranth" *)
-module accelerator(inputs__valid, config__payload, config__valid, results__ready, clk, rst, inputs__ready, config__ready, results__payload, results__valid, counters, trace_0, inputs__payload);
+module japanese_vowels_cmru_hw(inputs__valid, config__payload, config__valid, results__ready, clk, rst, inputs__ready, config__ready, results__payload, results__valid, counters, trace_0, inputs__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$1  = 0;
   wire [32:0] \$1 ;
   wire [32:0] \$10 ;
@@ -252,7 +252,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     sequences <= \$17 ;
   always @(posedge clk)
     results <= \$18 ;
-  \accelerator.layer0  layer0 (
+  \japanese_vowels_cmru_hw.layer0  layer0 (
     .clk(clk),
     .config__payload(config__payload),
     .config__valid(config__valid),
@@ -284,7 +284,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .rst(rst),
     .\trace$138 (trace_0)
   );
-  \accelerator.layer0_slice  layer0_slice (
+  \japanese_vowels_cmru_hw.layer0_slice  layer0_slice (
     .clk(clk),
     .i__payload(i__payload),
     .i__ready(events__ready),
@@ -294,7 +294,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .o__valid(\items__valid$33 ),
     .rst(rst)
   );
-  \accelerator.readout  readout (
+  \japanese_vowels_cmru_hw.readout  readout (
     .clk(clk),
     .config__payload(config__payload),
     .config__valid(config__valid),
@@ -531,7 +531,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, rst, items__ready, \items__ready$103 , \trace$138 , layer0_events, layer0_saturations, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_pool_reads, layer0_pool_writes, layer0_macs
+module \japanese_vowels_cmru_hw.layer0 (items__valid, config__payload, config__valid, clk, rst, items__ready, \items__ready$103 , \trace$138 , layer0_events, layer0_saturations, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_pool_reads, layer0_pool_writes, layer0_macs
 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, events__valid, events__payload, items__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
   wire [24:0] \$1 ;
@@ -1191,7 +1191,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
     layer0_events <= \$115 ;
   always @(posedge clk)
     layer0_saturations <= \$116 ;
-  \accelerator.layer0.entries  entries (
+  \japanese_vowels_cmru_hw.layer0.entries  entries (
     .clk(clk),
     .credit(credit),
     .out_valid(i__valid),
@@ -1202,7 +1202,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
     .w__payload(entry),
     .w__valid(w__valid)
   );
-  \accelerator.layer0.entry_slice  entry_slice (
+  \japanese_vowels_cmru_hw.layer0.entry_slice  entry_slice (
     .clk(clk),
     .i__payload(i__payload),
     .i__ready(r__ready),
@@ -1212,7 +1212,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
     .o__valid(entries__valid),
     .rst(rst)
   );
-  \accelerator.layer0.front  front (
+  \japanese_vowels_cmru_hw.layer0.front  front (
     .acc(\acc$13 ),
     .clk(clk),
     .config__payload(config__payload),
@@ -1247,7 +1247,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
     .state(state),
     .state_write(state_write)
   );
-  \accelerator.layer0.serializer  serializer (
+  \japanese_vowels_cmru_hw.layer0.serializer  serializer (
     .clk(clk),
     .entries__payload(entries__payload),
     .entries__ready(o__ready),
@@ -1257,7 +1257,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
     .items__valid(events__valid),
     .rst(rst)
   );
-  \accelerator.layer0.update_0  update_0 (
+  \japanese_vowels_cmru_hw.layer0.update_0  update_0 (
     .abs_at_least(gate),
     .acc(acc),
     .h_new(\new ),
@@ -1266,7 +1266,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
     .params(\params$15 [7:0]),
     .saturated(\saturated$113 )
   );
-  \accelerator.layer0.update_1  update_1 (
+  \japanese_vowels_cmru_hw.layer0.update_1  update_1 (
     .abs_at_least(\gate$120 ),
     .acc(\acc$18 ),
     .h_new(\new$117 ),
@@ -1275,7 +1275,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
     .params(\params$15 [15:8]),
     .saturated(\saturated$121 )
   );
-  \accelerator.layer0.update_2  update_2 (
+  \japanese_vowels_cmru_hw.layer0.update_2  update_2 (
     .abs_at_least(\gate$127 ),
     .acc(\acc$21 ),
     .h_new(\new$124 ),
@@ -1284,7 +1284,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
     .params(\params$15 [23:16]),
     .saturated(\saturated$128 )
   );
-  \accelerator.layer0.update_3  update_3 (
+  \japanese_vowels_cmru_hw.layer0.update_3  update_3 (
     .abs_at_least(\gate$134 ),
     .acc(\acc$24 ),
     .h_new(\new$131 ),
@@ -1851,7 +1851,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.entries (rst, w__valid, reserve, credit, r__payload, r__ready, w__payload, out_valid, clk);
+module \japanese_vowels_cmru_hw.layer0.entries (rst, w__valid, reserve, credit, r__payload, r__ready, w__payload, out_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -2072,7 +2072,7 @@ module \accelerator.layer0.entries (rst, w__valid, reserve, credit, r__payload, 
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__ready, o__payload, o__valid, clk);
+module \japanese_vowels_cmru_hw.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__ready, o__payload, o__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$4  = 0;
   wire \$1 ;
   wire \$2 ;
@@ -2249,7 +2249,7 @@ module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.front (items__valid, config__payload, config__valid, clk, rst, items__ready, starting, credit, state_write, pool_write, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_pool_reads, layer0_pool_writes, layer0_macs
+module \japanese_vowels_cmru_hw.layer0.front (items__valid, config__payload, config__valid, clk, rst, items__ready, starting, credit, state_write, pool_write, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_pool_reads, layer0_pool_writes, layer0_macs
 , params, state, pool, \slot$74 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, acc, items__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
   wire \$1 ;
@@ -2881,7 +2881,7 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
   assign \$29  = 1'h0 + \port__en$24 ;
   assign \$30  = layer0_state_reads + \$29 ;
   assign \$32  = 1'h0 + \$31 ;
-  \accelerator.layer0.front.issue  issue (
+  \japanese_vowels_cmru_hw.layer0.front.issue  issue (
     .clk(clk),
     .credit(credit),
     .items__payload(items__payload),
@@ -2897,7 +2897,7 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
     .\slot$22 (slot),
     .starting(starting)
   );
-  \accelerator.layer0.front.lanes  lanes (
+  \japanese_vowels_cmru_hw.layer0.front.lanes  lanes (
     .acc(acc),
     .clk(clk),
     .first(slot_c2[11]),
@@ -3299,7 +3299,7 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, starting, credit, \slot$22 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, items__payload);
+module \japanese_vowels_cmru_hw.layer0.front.issue (items__valid, clk, rst, items__ready, starting, credit, \slot$22 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, items__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
   wire \$1 ;
   wire [4:0] \$10 ;
@@ -4067,7 +4067,7 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value, acc, clk);
+module \japanese_vowels_cmru_hw.layer0.front.lanes (rst, weights, seeds, valid, first, value, acc, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
   wire [11:0] \$1 ;
   wire \$10 ;
@@ -4425,7 +4425,7 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__payload, entries__ready, entries__payload, entries__valid, clk);
+module \japanese_vowels_cmru_hw.layer0.serializer (rst, items__ready, items__valid, items__payload, entries__ready, entries__payload, entries__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
   wire [3:0] \$1 ;
   wire \$10 ;
@@ -4619,7 +4619,7 @@ module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__p
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_0 (h_new, hold, saturated, acc, params, abs_at_least, old);
+module \japanese_vowels_cmru_hw.layer0.update_0 (h_new, hold, saturated, acc, params, abs_at_least, old);
   reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -4705,7 +4705,7 @@ module \accelerator.layer0.update_0 (h_new, hold, saturated, acc, params, abs_at
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_1 (h_new, hold, saturated, acc, params, abs_at_least, old);
+module \japanese_vowels_cmru_hw.layer0.update_1 (h_new, hold, saturated, acc, params, abs_at_least, old);
   reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -4791,7 +4791,7 @@ module \accelerator.layer0.update_1 (h_new, hold, saturated, acc, params, abs_at
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_2 (h_new, hold, saturated, acc, params, abs_at_least, old);
+module \japanese_vowels_cmru_hw.layer0.update_2 (h_new, hold, saturated, acc, params, abs_at_least, old);
   reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -4877,7 +4877,7 @@ module \accelerator.layer0.update_2 (h_new, hold, saturated, acc, params, abs_at
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_3 (h_new, hold, saturated, acc, params, abs_at_least, old);
+module \japanese_vowels_cmru_hw.layer0.update_3 (h_new, hold, saturated, acc, params, abs_at_least, old);
   reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -4963,7 +4963,7 @@ module \accelerator.layer0.update_3 (h_new, hold, saturated, acc, params, abs_at
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload, o__payload, o__valid, clk);
+module \japanese_vowels_cmru_hw.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload, o__payload, o__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$13  = 0;
   wire \$1 ;
   wire \$2 ;
@@ -5100,7 +5100,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout (config__valid, r__ready, clk, rst, items__ready, results__payload, items__payload, items__valid, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, results__valid, config__payload
+module \japanese_vowels_cmru_hw.readout (config__valid, r__ready, clk, rst, items__ready, results__payload, items__payload, items__valid, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, results__valid, config__payload
 );
   reg \$auto$verilog_backend.cc:2355:dump_module$14  = 0;
   wire \$1 ;
@@ -5439,7 +5439,7 @@ module \accelerator.readout (config__valid, r__ready, clk, rst, items__ready, re
   assign \$21  = \$16  & \$20 ;
   assign \$22  = \$21  ? 1'h1 : 1'h0;
   assign \$23  = slot[2:1] != 2'h2;
-  \accelerator.readout.front  front (
+  \japanese_vowels_cmru_hw.readout.front  front (
     .acc(acc),
     .clk(clk),
     .config__payload(config__payload),
@@ -5463,7 +5463,7 @@ module \accelerator.readout (config__valid, r__ready, clk, rst, items__ready, re
     .\slot$45 (slot),
     .starting(reserve)
   );
-  \accelerator.readout.results  results (
+  \japanese_vowels_cmru_hw.readout.results  results (
     .clk(clk),
     .credit(credit),
     .out_valid(results__valid),
@@ -5728,7 +5728,7 @@ module \accelerator.readout (config__valid, r__ready, clk, rst, items__ready, re
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.front (config__valid, clk, rst, items__ready, starting, credit, items__payload, items__valid, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, \slot$45 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, acc
+module \japanese_vowels_cmru_hw.readout.front (config__valid, clk, rst, items__ready, starting, credit, items__payload, items__valid, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, \slot$45 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, acc
 , config__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$15  = 0;
   wire \$1 ;
@@ -6130,7 +6130,7 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
     slot_c2a <= \$37 ;
   always @(posedge clk)
     use_acc2a <= \$38 ;
-  \accelerator.readout.front.issue  issue (
+  \japanese_vowels_cmru_hw.readout.front.issue  issue (
     .clk(clk),
     .credit(credit),
     .items__payload(items__payload),
@@ -6146,7 +6146,7 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
     .\slot$21 (slot),
     .starting(starting)
   );
-  \accelerator.readout.front.lanes  lanes (
+  \japanese_vowels_cmru_hw.readout.front.lanes  lanes (
     .acc(acc),
     .clk(clk),
     .first(slot_c2[10]),
@@ -6377,7 +6377,7 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.front.issue (rst, items__ready, starting, credit, items__payload, items__valid, \slot$21 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, clk);
+module \japanese_vowels_cmru_hw.readout.front.issue (rst, items__ready, starting, credit, items__payload, items__valid, \slot$21 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$16  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -7187,7 +7187,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, value, acc, clk);
+module \japanese_vowels_cmru_hw.readout.front.lanes (rst, weights, seeds, valid, first, value, acc, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$17  = 0;
   wire [27:0] \$1 ;
   wire \$10 ;
@@ -7409,7 +7409,7 @@ module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, valu
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.results (clk, rst, reserve, credit, r__payload, w__payload, w__valid, out_valid, r__ready);
+module \japanese_vowels_cmru_hw.readout.results (clk, rst, reserve, credit, r__payload, w__payload, w__valid, out_valid, r__ready);
   reg \$auto$verilog_backend.cc:2355:dump_module$18  = 0;
   wire \$1 ;
   wire \$10 ;

@@ -2,7 +2,7 @@
 
 (* top =  1  *)
 (* generator = "Amaranth" *)
-module accelerator(inputs__valid, config__payload, config__valid, results__ready, clk, rst, inputs__ready, config__ready, results__payload, results__valid, counters, trace_0, trace_1, inputs__payload);
+module japanese_vowels_cmru2_hw(inputs__valid, config__payload, config__valid, results__ready, clk, rst, inputs__ready, config__ready, results__payload, results__valid, counters, trace_0, trace_1, inputs__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$1  = 0;
   wire [32:0] \$1 ;
   wire [32:0] \$10 ;
@@ -355,7 +355,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     sequences <= \$17 ;
   always @(posedge clk)
     results <= \$18 ;
-  \accelerator.layer0  layer0 (
+  \japanese_vowels_cmru2_hw.layer0  layer0 (
     .clk(clk),
     .config__payload(config__payload),
     .config__valid(config__valid),
@@ -385,7 +385,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .rst(rst),
     .\trace$120 (trace_0)
   );
-  \accelerator.layer0_slice  layer0_slice (
+  \japanese_vowels_cmru2_hw.layer0_slice  layer0_slice (
     .clk(clk),
     .i__payload(i__payload),
     .i__ready(events__ready),
@@ -395,7 +395,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .o__valid(\items__valid$30 ),
     .rst(rst)
   );
-  \accelerator.layer1  layer1 (
+  \japanese_vowels_cmru2_hw.layer1  layer1 (
     .clk(clk),
     .config__payload(config__payload),
     .config__valid(config__valid),
@@ -429,7 +429,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .rst(rst),
     .\trace$139 (trace_1)
   );
-  \accelerator.layer1_slice  layer1_slice (
+  \japanese_vowels_cmru2_hw.layer1_slice  layer1_slice (
     .clk(clk),
     .i__payload(\i__payload$32 ),
     .i__ready(\events__ready$34 ),
@@ -439,7 +439,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .o__valid(\items__valid$49 ),
     .rst(rst)
   );
-  \accelerator.readout  readout (
+  \japanese_vowels_cmru2_hw.readout  readout (
     .clk(clk),
     .config__payload(config__payload),
     .config__valid(config__valid),
@@ -771,7 +771,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, rst, items__ready, \items__ready$86 , \trace$120 , layer0_events, layer0_saturations, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, layer0_items_reads, layer0_items_writes
+module \japanese_vowels_cmru2_hw.layer0 (items__valid, config__payload, config__valid, clk, rst, items__ready, \items__ready$86 , \trace$120 , layer0_events, layer0_saturations, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, layer0_items_reads, layer0_items_writes
 , layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, events__valid, events__payload, items__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
   wire [15:0] \$1 ;
@@ -1284,7 +1284,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   assign \$23  = \$22  + changed[1];
   assign \$24  = \$23  + changed[2];
   assign \$25  = \$24  + changed[3];
-  \accelerator.layer0.entries  entries (
+  \japanese_vowels_cmru2_hw.layer0.entries  entries (
     .clk(clk),
     .credit(credit),
     .out_valid(i__valid),
@@ -1295,7 +1295,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
     .w__payload(entry),
     .w__valid(w__valid)
   );
-  \accelerator.layer0.entry_slice  entry_slice (
+  \japanese_vowels_cmru2_hw.layer0.entry_slice  entry_slice (
     .clk(clk),
     .i__payload(i__payload),
     .i__ready(r__ready),
@@ -1305,7 +1305,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
     .o__valid(entries__valid),
     .rst(rst)
   );
-  \accelerator.layer0.front  front (
+  \japanese_vowels_cmru2_hw.layer0.front  front (
     .acc(\acc$13 ),
     .clk(clk),
     .config__payload(config__payload),
@@ -1336,7 +1336,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
     .state(state),
     .state_write(state_write)
   );
-  \accelerator.layer0.serializer  serializer (
+  \japanese_vowels_cmru2_hw.layer0.serializer  serializer (
     .clk(clk),
     .entries__payload(entries__payload),
     .entries__ready(o__ready),
@@ -1346,7 +1346,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
     .items__valid(events__valid),
     .rst(rst)
   );
-  \accelerator.layer0.update_0  update_0 (
+  \japanese_vowels_cmru2_hw.layer0.update_0  update_0 (
     .abs_at_least(gate),
     .acc(acc),
     .h_new(\new ),
@@ -1355,7 +1355,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
     .params(\params$15 [7:0]),
     .saturated(\saturated$96 )
   );
-  \accelerator.layer0.update_1  update_1 (
+  \japanese_vowels_cmru2_hw.layer0.update_1  update_1 (
     .abs_at_least(\gate$102 ),
     .acc(\acc$18 ),
     .h_new(\new$99 ),
@@ -1364,7 +1364,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
     .params(\params$15 [15:8]),
     .saturated(\saturated$103 )
   );
-  \accelerator.layer0.update_2  update_2 (
+  \japanese_vowels_cmru2_hw.layer0.update_2  update_2 (
     .abs_at_least(\gate$109 ),
     .acc(\acc$21 ),
     .h_new(\new$106 ),
@@ -1373,7 +1373,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
     .params(\params$15 [23:16]),
     .saturated(\saturated$110 )
   );
-  \accelerator.layer0.update_3  update_3 (
+  \japanese_vowels_cmru2_hw.layer0.update_3  update_3 (
     .abs_at_least(\gate$116 ),
     .acc(\acc$24 ),
     .h_new(\new$113 ),
@@ -1889,7 +1889,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.entries (rst, w__valid, reserve, credit, r__payload, r__ready, w__payload, out_valid, clk);
+module \japanese_vowels_cmru2_hw.layer0.entries (rst, w__valid, reserve, credit, r__payload, r__ready, w__payload, out_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -2110,7 +2110,7 @@ module \accelerator.layer0.entries (rst, w__valid, reserve, credit, r__payload, 
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__ready, o__payload, o__valid, clk);
+module \japanese_vowels_cmru2_hw.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__ready, o__payload, o__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$4  = 0;
   wire \$1 ;
   wire \$2 ;
@@ -2287,7 +2287,7 @@ module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.front (items__valid, config__payload, config__valid, clk, rst, items__ready, starting, credit, state_write, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, params, state, \slot$64 
+module \japanese_vowels_cmru2_hw.layer0.front (items__valid, config__payload, config__valid, clk, rst, items__ready, starting, credit, state_write, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, params, state, \slot$64 
 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, acc, items__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
   wire \$1 ;
@@ -2794,7 +2794,7 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
   assign \$36  = | slot_c2[26:19];
   assign \$37  = \$35  & \$36 ;
   assign \$39  = layer0_macs + 4'h8;
-  \accelerator.layer0.front.issue  issue (
+  \japanese_vowels_cmru2_hw.layer0.front.issue  issue (
     .clk(clk),
     .credit(credit),
     .items__payload(items__payload),
@@ -2810,7 +2810,7 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
     .\slot$21 (slot),
     .starting(starting)
   );
-  \accelerator.layer0.front.lanes  lanes (
+  \japanese_vowels_cmru2_hw.layer0.front.lanes  lanes (
     .acc(acc),
     .clk(clk),
     .first(slot_c2[9]),
@@ -3162,7 +3162,7 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, starting, credit, \slot$21 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, items__payload);
+module \japanese_vowels_cmru2_hw.layer0.front.issue (items__valid, clk, rst, items__ready, starting, credit, \slot$21 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, items__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
   wire \$1 ;
   wire [4:0] \$10 ;
@@ -3930,7 +3930,7 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value, acc, clk);
+module \japanese_vowels_cmru2_hw.layer0.front.lanes (rst, weights, seeds, valid, first, value, acc, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
   wire [15:0] \$1 ;
   wire \$10 ;
@@ -4288,7 +4288,7 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__payload, entries__ready, entries__payload, entries__valid, clk);
+module \japanese_vowels_cmru2_hw.layer0.serializer (rst, items__ready, items__valid, items__payload, entries__ready, entries__payload, entries__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
   wire [3:0] \$1 ;
   wire \$10 ;
@@ -4482,7 +4482,7 @@ module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__p
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_0 (h_new, hold, saturated, acc, params, abs_at_least, old);
+module \japanese_vowels_cmru2_hw.layer0.update_0 (h_new, hold, saturated, acc, params, abs_at_least, old);
   reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -4568,7 +4568,7 @@ module \accelerator.layer0.update_0 (h_new, hold, saturated, acc, params, abs_at
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_1 (h_new, hold, saturated, acc, params, abs_at_least, old);
+module \japanese_vowels_cmru2_hw.layer0.update_1 (h_new, hold, saturated, acc, params, abs_at_least, old);
   reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -4654,7 +4654,7 @@ module \accelerator.layer0.update_1 (h_new, hold, saturated, acc, params, abs_at
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_2 (h_new, hold, saturated, acc, params, abs_at_least, old);
+module \japanese_vowels_cmru2_hw.layer0.update_2 (h_new, hold, saturated, acc, params, abs_at_least, old);
   reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -4740,7 +4740,7 @@ module \accelerator.layer0.update_2 (h_new, hold, saturated, acc, params, abs_at
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_3 (h_new, hold, saturated, acc, params, abs_at_least, old);
+module \japanese_vowels_cmru2_hw.layer0.update_3 (h_new, hold, saturated, acc, params, abs_at_least, old);
   reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -4826,7 +4826,7 @@ module \accelerator.layer0.update_3 (h_new, hold, saturated, acc, params, abs_at
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload, o__payload, o__valid, clk);
+module \japanese_vowels_cmru2_hw.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload, o__payload, o__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$13  = 0;
   wire \$1 ;
   wire \$2 ;
@@ -4963,7 +4963,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready$104 , items__payload, items__valid, \trace$139 , layer1_events, layer1_saturations, layer1_weights_reads, layer1_weights_writes, layer1_bias_reads, layer1_bias_writes, layer1_params_reads, layer1_params_writes, layer1_state_reads, layer1_state_writes, layer1_acc_reads, layer1_acc_writes, layer1_pool_reads
+module \japanese_vowels_cmru2_hw.layer1 (config__valid, clk, rst, items__ready, \items__ready$104 , items__payload, items__valid, \trace$139 , layer1_events, layer1_saturations, layer1_weights_reads, layer1_weights_writes, layer1_bias_reads, layer1_bias_writes, layer1_params_reads, layer1_params_writes, layer1_state_reads, layer1_state_writes, layer1_acc_reads, layer1_acc_writes, layer1_pool_reads
 , layer1_pool_writes, layer1_macs, layer1_items_reads, layer1_items_writes, layer1_item_overflows, layer1_busy_cycles, layer1_stall_cycles, layer1_steps, events__valid, events__payload, config__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$14  = 0;
   wire [24:0] \$1 ;
@@ -5639,7 +5639,7 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
     layer1_events <= \$115 ;
   always @(posedge clk)
     layer1_saturations <= \$116 ;
-  \accelerator.layer1.entries  entries (
+  \japanese_vowels_cmru2_hw.layer1.entries  entries (
     .clk(clk),
     .credit(credit),
     .out_valid(i__valid),
@@ -5650,7 +5650,7 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
     .w__payload(entry),
     .w__valid(w__valid)
   );
-  \accelerator.layer1.entry_slice  entry_slice (
+  \japanese_vowels_cmru2_hw.layer1.entry_slice  entry_slice (
     .clk(clk),
     .i__payload(i__payload),
     .i__ready(r__ready),
@@ -5660,7 +5660,7 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
     .o__valid(entries__valid),
     .rst(rst)
   );
-  \accelerator.layer1.front  front (
+  \japanese_vowels_cmru2_hw.layer1.front  front (
     .acc(acc),
     .acc_write(acc_write),
     .clk(clk),
@@ -5698,7 +5698,7 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
     .state(state),
     .state_write(state_write)
   );
-  \accelerator.layer1.serializer  serializer (
+  \japanese_vowels_cmru2_hw.layer1.serializer  serializer (
     .clk(clk),
     .entries__payload(entries__payload),
     .entries__ready(o__ready),
@@ -5708,7 +5708,7 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
     .items__valid(events__valid),
     .rst(rst)
   );
-  \accelerator.layer1.update_0  update_0 (
+  \japanese_vowels_cmru2_hw.layer1.update_0  update_0 (
     .abs_at_least(gate),
     .acc(\acc$14 ),
     .h_new(\new ),
@@ -5717,7 +5717,7 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
     .params(\params$16 [7:0]),
     .saturated(\saturated$114 )
   );
-  \accelerator.layer1.update_1  update_1 (
+  \japanese_vowels_cmru2_hw.layer1.update_1  update_1 (
     .abs_at_least(\gate$121 ),
     .acc(\acc$19 ),
     .h_new(\new$118 ),
@@ -5726,7 +5726,7 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
     .params(\params$16 [15:8]),
     .saturated(\saturated$122 )
   );
-  \accelerator.layer1.update_2  update_2 (
+  \japanese_vowels_cmru2_hw.layer1.update_2  update_2 (
     .abs_at_least(\gate$128 ),
     .acc(\acc$22 ),
     .h_new(\new$125 ),
@@ -5735,7 +5735,7 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
     .params(\params$16 [23:16]),
     .saturated(\saturated$129 )
   );
-  \accelerator.layer1.update_3  update_3 (
+  \japanese_vowels_cmru2_hw.layer1.update_3  update_3 (
     .abs_at_least(\gate$135 ),
     .acc(\acc$25 ),
     .h_new(\new$132 ),
@@ -6316,7 +6316,7 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer1.entries (rst, w__valid, reserve, credit, r__payload, r__ready, w__payload, out_valid, clk);
+module \japanese_vowels_cmru2_hw.layer1.entries (rst, w__valid, reserve, credit, r__payload, r__ready, w__payload, out_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$15  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -6537,7 +6537,7 @@ module \accelerator.layer1.entries (rst, w__valid, reserve, credit, r__payload, 
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer1.entry_slice (rst, i__payload, i__ready, i__valid, o__ready, o__payload, o__valid, clk);
+module \japanese_vowels_cmru2_hw.layer1.entry_slice (rst, i__payload, i__ready, i__valid, o__ready, o__payload, o__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$16  = 0;
   wire \$1 ;
   wire \$2 ;
@@ -6714,7 +6714,7 @@ module \accelerator.layer1.entry_slice (rst, i__payload, i__ready, i__valid, o__
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer1.front (config__valid, clk, rst, items__ready, starting, credit, items__payload, items__valid, acc_write, state_write, pool_write, layer1_weights_reads, layer1_weights_writes, layer1_bias_reads, layer1_bias_writes, layer1_params_reads, layer1_params_writes, layer1_state_reads, layer1_state_writes, layer1_acc_reads, layer1_acc_writes
+module \japanese_vowels_cmru2_hw.layer1.front (config__valid, clk, rst, items__ready, starting, credit, items__payload, items__valid, acc_write, state_write, pool_write, layer1_weights_reads, layer1_weights_writes, layer1_bias_reads, layer1_bias_writes, layer1_params_reads, layer1_params_writes, layer1_state_reads, layer1_state_writes, layer1_acc_reads, layer1_acc_writes
 , layer1_pool_reads, layer1_pool_writes, layer1_macs, params, state, pool, \slot$83 , layer1_items_reads, layer1_items_writes, layer1_item_overflows, layer1_busy_cycles, layer1_stall_cycles, layer1_steps, acc, config__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$17  = 0;
   wire \$1 ;
@@ -7378,7 +7378,7 @@ module \accelerator.layer1.front (config__valid, clk, rst, items__ready, startin
   assign \$10  = slot_c1[0] & \$9 ;
   assign use_acc = ~ slot_c2[13];
   assign \$12  = slot_c2[0] & slot_c2[10];
-  \accelerator.layer1.front.issue  issue (
+  \japanese_vowels_cmru2_hw.layer1.front.issue  issue (
     .clk(clk),
     .credit(credit),
     .items__payload(items__payload),
@@ -7394,7 +7394,7 @@ module \accelerator.layer1.front (config__valid, clk, rst, items__ready, startin
     .\slot$22 (slot),
     .starting(starting)
   );
-  \accelerator.layer1.front.lanes  lanes (
+  \japanese_vowels_cmru2_hw.layer1.front.lanes  lanes (
     .acc(acc),
     .clk(clk),
     .first(slot_c2[10]),
@@ -7848,7 +7848,7 @@ module \accelerator.layer1.front (config__valid, clk, rst, items__ready, startin
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer1.front.issue (rst, items__ready, starting, credit, items__payload, items__valid, \slot$22 , layer1_items_reads, layer1_items_writes, layer1_item_overflows, layer1_busy_cycles, layer1_stall_cycles, layer1_steps, clk);
+module \japanese_vowels_cmru2_hw.layer1.front.issue (rst, items__ready, starting, credit, items__payload, items__valid, \slot$22 , layer1_items_reads, layer1_items_writes, layer1_item_overflows, layer1_busy_cycles, layer1_stall_cycles, layer1_steps, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$18  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -8626,7 +8626,7 @@ module \accelerator.layer1.front.issue (rst, items__ready, starting, credit, ite
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer1.front.lanes (rst, weights, seeds, valid, first, value, acc, clk);
+module \japanese_vowels_cmru2_hw.layer1.front.lanes (rst, weights, seeds, valid, first, value, acc, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$19  = 0;
   wire [24:0] \$1 ;
   wire \$10 ;
@@ -8984,7 +8984,7 @@ module \accelerator.layer1.front.lanes (rst, weights, seeds, valid, first, value
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer1.serializer (rst, items__ready, items__valid, items__payload, entries__ready, entries__payload, entries__valid, clk);
+module \japanese_vowels_cmru2_hw.layer1.serializer (rst, items__ready, items__valid, items__payload, entries__ready, entries__payload, entries__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$20  = 0;
   wire [3:0] \$1 ;
   wire \$10 ;
@@ -9178,7 +9178,7 @@ module \accelerator.layer1.serializer (rst, items__ready, items__valid, items__p
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer1.update_0 (h_new, hold, saturated, acc, params, abs_at_least, old);
+module \japanese_vowels_cmru2_hw.layer1.update_0 (h_new, hold, saturated, acc, params, abs_at_least, old);
   reg \$auto$verilog_backend.cc:2355:dump_module$21  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -9264,7 +9264,7 @@ module \accelerator.layer1.update_0 (h_new, hold, saturated, acc, params, abs_at
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer1.update_1 (h_new, hold, saturated, acc, params, abs_at_least, old);
+module \japanese_vowels_cmru2_hw.layer1.update_1 (h_new, hold, saturated, acc, params, abs_at_least, old);
   reg \$auto$verilog_backend.cc:2355:dump_module$22  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -9350,7 +9350,7 @@ module \accelerator.layer1.update_1 (h_new, hold, saturated, acc, params, abs_at
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer1.update_2 (h_new, hold, saturated, acc, params, abs_at_least, old);
+module \japanese_vowels_cmru2_hw.layer1.update_2 (h_new, hold, saturated, acc, params, abs_at_least, old);
   reg \$auto$verilog_backend.cc:2355:dump_module$23  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -9436,7 +9436,7 @@ module \accelerator.layer1.update_2 (h_new, hold, saturated, acc, params, abs_at
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer1.update_3 (h_new, hold, saturated, acc, params, abs_at_least, old);
+module \japanese_vowels_cmru2_hw.layer1.update_3 (h_new, hold, saturated, acc, params, abs_at_least, old);
   reg \$auto$verilog_backend.cc:2355:dump_module$24  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -9522,7 +9522,7 @@ module \accelerator.layer1.update_3 (h_new, hold, saturated, acc, params, abs_at
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer1_slice (rst, i__ready, o__ready, i__valid, i__payload, o__payload, o__valid, clk);
+module \japanese_vowels_cmru2_hw.layer1_slice (rst, i__ready, o__ready, i__valid, i__payload, o__payload, o__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$25  = 0;
   wire \$1 ;
   wire \$2 ;
@@ -9659,7 +9659,7 @@ module \accelerator.layer1_slice (rst, i__ready, o__ready, i__valid, i__payload,
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout (config__valid, r__ready, clk, rst, items__ready, results__payload, items__payload, items__valid, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, results__valid, config__payload
+module \japanese_vowels_cmru2_hw.readout (config__valid, r__ready, clk, rst, items__ready, results__payload, items__payload, items__valid, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, results__valid, config__payload
 );
   reg \$auto$verilog_backend.cc:2355:dump_module$26  = 0;
   wire \$1 ;
@@ -9998,7 +9998,7 @@ module \accelerator.readout (config__valid, r__ready, clk, rst, items__ready, re
   assign \$21  = \$16  & \$20 ;
   assign \$22  = \$21  ? 1'h1 : 1'h0;
   assign \$23  = slot[2:1] != 2'h2;
-  \accelerator.readout.front  front (
+  \japanese_vowels_cmru2_hw.readout.front  front (
     .acc(acc),
     .clk(clk),
     .config__payload(config__payload),
@@ -10022,7 +10022,7 @@ module \accelerator.readout (config__valid, r__ready, clk, rst, items__ready, re
     .\slot$45 (slot),
     .starting(reserve)
   );
-  \accelerator.readout.results  results (
+  \japanese_vowels_cmru2_hw.readout.results  results (
     .clk(clk),
     .credit(credit),
     .out_valid(results__valid),
@@ -10287,7 +10287,7 @@ module \accelerator.readout (config__valid, r__ready, clk, rst, items__ready, re
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.front (config__valid, clk, rst, items__ready, starting, credit, items__payload, items__valid, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, \slot$45 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, acc
+module \japanese_vowels_cmru2_hw.readout.front (config__valid, clk, rst, items__ready, starting, credit, items__payload, items__valid, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, \slot$45 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, acc
 , config__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$27  = 0;
   wire \$1 ;
@@ -10641,7 +10641,7 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
     slot_c2a <= \$37 ;
   always @(posedge clk)
     use_acc2a <= \$38 ;
-  \accelerator.readout.front.issue  issue (
+  \japanese_vowels_cmru2_hw.readout.front.issue  issue (
     .clk(clk),
     .credit(credit),
     .items__payload(items__payload),
@@ -10657,7 +10657,7 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
     .\slot$21 (slot),
     .starting(starting)
   );
-  \accelerator.readout.front.lanes  lanes (
+  \japanese_vowels_cmru2_hw.readout.front.lanes  lanes (
     .acc(acc),
     .clk(clk),
     .first(slot_c2[9]),
@@ -10888,7 +10888,7 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.front.issue (rst, items__ready, starting, credit, items__payload, items__valid, \slot$21 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, clk);
+module \japanese_vowels_cmru2_hw.readout.front.issue (rst, items__ready, starting, credit, items__payload, items__valid, \slot$21 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$28  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -11666,7 +11666,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, value, acc, clk);
+module \japanese_vowels_cmru2_hw.readout.front.lanes (rst, weights, seeds, valid, first, value, acc, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$29  = 0;
   wire [31:0] \$1 ;
   wire \$10 ;
@@ -11888,7 +11888,7 @@ module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, valu
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.results (clk, rst, reserve, credit, r__payload, w__payload, w__valid, out_valid, r__ready);
+module \japanese_vowels_cmru2_hw.readout.results (clk, rst, reserve, credit, r__payload, w__payload, w__valid, out_valid, r__ready);
   reg \$auto$verilog_backend.cc:2355:dump_module$30  = 0;
   wire \$1 ;
   wire \$10 ;

@@ -2,7 +2,7 @@
 
 (* top =  1  *)
 (* generator = "Amaranth" *)
-module accelerator(inputs__valid, config__payload, config__valid, results__ready, clk, rst, inputs__ready, config__ready, results__payload, results__valid, counters, trace_0, inputs__payload);
+module parity_hsru_hw(inputs__valid, config__payload, config__valid, results__ready, clk, rst, inputs__ready, config__ready, results__payload, results__valid, counters, trace_0, inputs__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$1  = 0;
   wire [32:0] \$1 ;
   wire [32:0] \$10 ;
@@ -284,7 +284,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     sequences <= \$17 ;
   always @(posedge clk)
     results <= \$18 ;
-  \accelerator.layer0  layer0 (
+  \parity_hsru_hw.layer0  layer0 (
     .clk(clk),
     .config__payload(config__payload),
     .config__valid(config__valid),
@@ -314,7 +314,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .rst(rst),
     .\trace$88 (trace_0)
   );
-  \accelerator.layer0_dcls  layer0_dcls (
+  \parity_hsru_hw.layer0_dcls  layer0_dcls (
     .clk(clk),
     .config__payload(config__payload),
     .config__valid(config__valid),
@@ -337,7 +337,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .r__ready(outputs__ready),
     .rst(rst)
   );
-  \accelerator.layer0_slice  layer0_slice (
+  \parity_hsru_hw.layer0_slice  layer0_slice (
     .clk(clk),
     .i__payload(i__payload),
     .i__ready(events__ready),
@@ -347,7 +347,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .o__valid(\items__valid$41 ),
     .rst(rst)
   );
-  \accelerator.readout  readout (
+  \parity_hsru_hw.readout  readout (
     .clk(clk),
     .config__payload(config__payload),
     .config__valid(config__valid),
@@ -613,7 +613,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__ready, \items__ready$66 , items__valid, \trace$88 , layer0_events, layer0_saturations, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, layer0_items_reads, layer0_items_writes
+module \parity_hsru_hw.layer0 (config__valid, clk, rst, items__payload, items__ready, \items__ready$66 , items__valid, \trace$88 , layer0_events, layer0_saturations, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, layer0_items_reads, layer0_items_writes
 , layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, events__valid, events__payload, config__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
   wire [15:0] \$1 ;
@@ -1026,7 +1026,7 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
     finalize_d1 <= \$29 ;
   always @(posedge clk)
     slot_c4 <= \$30 ;
-  \accelerator.layer0.entries  entries (
+  \parity_hsru_hw.layer0.entries  entries (
     .clk(clk),
     .credit(credit),
     .out_valid(i__valid),
@@ -1037,7 +1037,7 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
     .w__payload(entry),
     .w__valid(w__valid)
   );
-  \accelerator.layer0.entry_slice  entry_slice (
+  \parity_hsru_hw.layer0.entry_slice  entry_slice (
     .clk(clk),
     .i__payload(i__payload),
     .i__ready(r__ready),
@@ -1047,7 +1047,7 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
     .o__valid(entries__valid),
     .rst(rst)
   );
-  \accelerator.layer0.front  front (
+  \parity_hsru_hw.layer0.front  front (
     .acc(\acc$13 ),
     .clk(clk),
     .config__payload(config__payload),
@@ -1078,7 +1078,7 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
     .state(state),
     .state_write(state_write)
   );
-  \accelerator.layer0.serializer  serializer (
+  \parity_hsru_hw.layer0.serializer  serializer (
     .clk(clk),
     .entries__payload(entries__payload),
     .entries__ready(o__ready),
@@ -1088,7 +1088,7 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
     .items__valid(events__valid),
     .rst(rst)
   );
-  \accelerator.layer0.update_0  update_0 (
+  \parity_hsru_hw.layer0.update_0  update_0 (
     .acc(\acc$13 [18:0]),
     .clk(clk),
     .\new (\new ),
@@ -1100,7 +1100,7 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
     .v_new(potential),
     .v_new_clipped(\saturated$79 )
   );
-  \accelerator.layer0.update_1  update_1 (
+  \parity_hsru_hw.layer0.update_1  update_1 (
     .acc(\acc$13 [37:19]),
     .clk(clk),
     .\new (\new$81 ),
@@ -1501,7 +1501,7 @@ module \accelerator.layer0 (config__valid, clk, rst, items__payload, items__read
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.entries (rst, w__valid, reserve, credit, r__payload, r__ready, w__payload, out_valid, clk);
+module \parity_hsru_hw.layer0.entries (rst, w__valid, reserve, credit, r__payload, r__ready, w__payload, out_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -1714,7 +1714,7 @@ module \accelerator.layer0.entries (rst, w__valid, reserve, credit, r__payload, 
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__ready, o__payload, o__valid, clk);
+module \parity_hsru_hw.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__ready, o__payload, o__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$4  = 0;
   wire \$1 ;
   wire \$2 ;
@@ -1875,7 +1875,7 @@ module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.front (config__valid, clk, rst, items__payload, items__ready, starting, credit, items__valid, state_write, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, params, state, \slot$64 
+module \parity_hsru_hw.layer0.front (config__valid, clk, rst, items__payload, items__ready, starting, credit, items__valid, state_write, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, params, state, \slot$64 
 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, acc, config__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
   wire \$1 ;
@@ -2283,7 +2283,7 @@ module \accelerator.layer0.front (config__valid, clk, rst, items__payload, items
   assign \$37  = | slot_c2[21:11];
   assign \$38  = \$36  & \$37 ;
   assign \$40  = layer0_macs + 2'h2;
-  \accelerator.layer0.front.issue  issue (
+  \parity_hsru_hw.layer0.front.issue  issue (
     .clk(clk),
     .credit(credit),
     .items__payload(items__payload),
@@ -2299,7 +2299,7 @@ module \accelerator.layer0.front (config__valid, clk, rst, items__payload, items
     .\slot$22 (slot),
     .starting(starting)
   );
-  \accelerator.layer0.front.lanes  lanes (
+  \parity_hsru_hw.layer0.front.lanes  lanes (
     .acc(acc),
     .clk(clk),
     .first(slot_c2[4]),
@@ -2610,7 +2610,7 @@ module \accelerator.layer0.front (config__valid, clk, rst, items__payload, items
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.front.issue (rst, items__payload, items__ready, starting, credit, items__valid, \slot$22 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, clk);
+module \parity_hsru_hw.layer0.front.issue (rst, items__payload, items__ready, starting, credit, items__valid, \slot$22 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
   wire \$1 ;
   wire [1:0] \$10 ;
@@ -3356,7 +3356,7 @@ module \accelerator.layer0.front.issue (rst, items__payload, items__ready, start
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value, acc, clk);
+module \parity_hsru_hw.layer0.front.lanes (rst, weights, seeds, valid, first, value, acc, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
   wire [18:0] \$1 ;
   reg \$10 ;
@@ -3510,7 +3510,7 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__payload, entries__ready, entries__payload, entries__valid, clk);
+module \parity_hsru_hw.layer0.serializer (rst, items__ready, items__valid, items__payload, entries__ready, entries__payload, entries__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
   wire [1:0] \$1 ;
   wire \$10 ;
@@ -3695,7 +3695,7 @@ module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__p
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_0 (rst, v_new, v_new_clipped, spike, \port$581$0 , params, old, acc, \new , clk);
+module \parity_hsru_hw.layer0.update_0 (rst, v_new, v_new_clipped, spike, \port$581$0 , params, old, acc, \new , clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -3848,7 +3848,7 @@ module \accelerator.layer0.update_0 (rst, v_new, v_new_clipped, spike, \port$581
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_1 (rst, v_new, v_new_clipped, spike, \port$609$0 , params, old, acc, \new , clk);
+module \parity_hsru_hw.layer0.update_1 (rst, v_new, v_new_clipped, spike, \port$609$0 , params, old, acc, \new , clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -4001,7 +4001,7 @@ module \accelerator.layer0.update_1 (rst, v_new, v_new_clipped, spike, \port$609
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, clk, rst, outputs__payload, r__ready, items__ready, layer0_dcls_taps_reads, layer0_dcls_taps_writes, layer0_dcls_zbuf_reads, layer0_dcls_zbuf_writes, layer0_dcls_listed_reads, layer0_dcls_listed_writes, layer0_dcls_lists_reads, layer0_dcls_lists_writes, layer0_dcls_counts_reads, layer0_dcls_counts_writes, layer0_dcls_cycles, outputs__valid, items__payload
+module \parity_hsru_hw.layer0_dcls (items__valid, config__payload, config__valid, clk, rst, outputs__payload, r__ready, items__ready, layer0_dcls_taps_reads, layer0_dcls_taps_writes, layer0_dcls_zbuf_reads, layer0_dcls_zbuf_writes, layer0_dcls_listed_reads, layer0_dcls_listed_writes, layer0_dcls_lists_reads, layer0_dcls_lists_writes, layer0_dcls_counts_reads, layer0_dcls_counts_writes, layer0_dcls_cycles, outputs__valid, items__payload
 );
   reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
   wire \$1 ;
@@ -4687,7 +4687,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
     n_listed <= \$200 ;
   always @(posedge clk)
     layer0_dcls_cycles <= \$201 ;
-  \accelerator.layer0_dcls.out_fifo  out_fifo (
+  \parity_hsru_hw.layer0_dcls.out_fifo  out_fifo (
     .cancel(cancel),
     .clk(clk),
     .credit(credit),
@@ -6192,7 +6192,7 @@ module \accelerator.layer0_dcls (items__valid, config__payload, config__valid, c
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0_dcls.out_fifo (rst, credit, r__payload, r__ready, w__payload, w__valid, cancel, reserve, out_valid, clk);
+module \parity_hsru_hw.layer0_dcls.out_fifo (rst, credit, r__payload, r__ready, w__payload, w__valid, cancel, reserve, out_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -6381,7 +6381,7 @@ module \accelerator.layer0_dcls.out_fifo (rst, credit, r__payload, r__ready, w__
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload, o__payload, o__valid, clk);
+module \parity_hsru_hw.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload, o__payload, o__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$13  = 0;
   wire \$1 ;
   wire \$2 ;
@@ -6518,7 +6518,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout (config__valid, r__ready, clk, rst, items__ready, results__payload, items__payload, items__valid, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, results__valid, config__payload
+module \parity_hsru_hw.readout (config__valid, r__ready, clk, rst, items__ready, results__payload, items__payload, items__valid, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, results__valid, config__payload
 );
   reg \$auto$verilog_backend.cc:2355:dump_module$14  = 0;
   wire \$1 ;
@@ -6718,7 +6718,7 @@ module \accelerator.readout (config__valid, r__ready, clk, rst, items__ready, re
     best_logit <= \$27 ;
   always @(posedge clk)
     best_class <= \$28 ;
-  \accelerator.readout.front  front (
+  \parity_hsru_hw.readout.front  front (
     .acc(acc),
     .clk(clk),
     .config__payload(config__payload),
@@ -6742,7 +6742,7 @@ module \accelerator.readout (config__valid, r__ready, clk, rst, items__ready, re
     .\slot$45 (slot),
     .starting(reserve)
   );
-  \accelerator.readout.results  results (
+  \parity_hsru_hw.readout.results  results (
     .clk(clk),
     .credit(credit),
     .out_valid(results__valid),
@@ -6917,7 +6917,7 @@ module \accelerator.readout (config__valid, r__ready, clk, rst, items__ready, re
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.front (config__valid, clk, rst, items__ready, starting, credit, items__payload, items__valid, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, \slot$45 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, acc
+module \parity_hsru_hw.readout.front (config__valid, clk, rst, items__ready, starting, credit, items__payload, items__valid, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, \slot$45 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, acc
 , config__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$15  = 0;
   wire \$1 ;
@@ -7203,7 +7203,7 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
     slot_c2b <= \$37 ;
   always @(posedge clk)
     \slot$45  <= \$38 ;
-  \accelerator.readout.front.issue  issue (
+  \parity_hsru_hw.readout.front.issue  issue (
     .clk(clk),
     .credit(credit),
     .items__payload(items__payload),
@@ -7219,7 +7219,7 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
     .\slot$21 (slot),
     .starting(starting)
   );
-  \accelerator.readout.front.lanes  lanes (
+  \parity_hsru_hw.readout.front.lanes  lanes (
     .acc(acc),
     .clk(clk),
     .first(slot_c2[5]),
@@ -7434,7 +7434,7 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.front.issue (rst, items__ready, starting, credit, items__payload, items__valid, \slot$21 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, clk);
+module \parity_hsru_hw.readout.front.issue (rst, items__ready, starting, credit, items__payload, items__valid, \slot$21 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$16  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -8167,7 +8167,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, value, acc, clk);
+module \parity_hsru_hw.readout.front.lanes (rst, weights, seeds, valid, first, value, acc, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$17  = 0;
   wire [9:0] \$1 ;
   reg \$10 ;
@@ -8321,7 +8321,7 @@ module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, valu
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.results (clk, rst, reserve, credit, r__payload, w__payload, w__valid, out_valid, r__ready);
+module \parity_hsru_hw.readout.results (clk, rst, reserve, credit, r__payload, w__payload, w__valid, out_valid, r__ready);
   reg \$auto$verilog_backend.cc:2355:dump_module$18  = 0;
   wire \$1 ;
   wire \$10 ;

@@ -2,7 +2,7 @@
 
 (* top =  1  *)
 (* generator = "Amaranth" *)
-module accelerator(inputs__valid, config__payload, config__valid, results__ready, clk, rst, inputs__ready, config__ready, results__payload, results__valid, counters, trace_0, trace_1, inputs__payload);
+module spoken_digits_cmru_stack_hw(inputs__valid, config__payload, config__valid, results__ready, clk, rst, inputs__ready, config__ready, results__payload, results__valid, counters, trace_0, trace_1, inputs__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$1  = 0;
   wire [32:0] \$1 ;
   wire [32:0] \$10 ;
@@ -351,7 +351,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     sequences <= \$17 ;
   always @(posedge clk)
     results <= \$18 ;
-  \accelerator.layer0  layer0 (
+  \spoken_digits_cmru_stack_hw.layer0  layer0 (
     .clk(clk),
     .config__payload(config__payload),
     .config__valid(config__valid),
@@ -381,7 +381,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .rst(rst),
     .\trace$132 (trace_0)
   );
-  \accelerator.layer0_slice  layer0_slice (
+  \spoken_digits_cmru_stack_hw.layer0_slice  layer0_slice (
     .clk(clk),
     .i__payload(i__payload),
     .i__ready(events__ready),
@@ -391,7 +391,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .o__valid(\items__valid$30 ),
     .rst(rst)
   );
-  \accelerator.layer1  layer1 (
+  \spoken_digits_cmru_stack_hw.layer1  layer1 (
     .clk(clk),
     .config__payload(config__payload),
     .config__valid(config__valid),
@@ -423,7 +423,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .rst(rst),
     .\trace$121 (trace_1)
   );
-  \accelerator.layer1_slice  layer1_slice (
+  \spoken_digits_cmru_stack_hw.layer1_slice  layer1_slice (
     .clk(clk),
     .i__payload(\i__payload$32 ),
     .i__ready(\events__ready$34 ),
@@ -433,7 +433,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .o__valid(\items__valid$49 ),
     .rst(rst)
   );
-  \accelerator.readout  readout (
+  \spoken_digits_cmru_stack_hw.readout  readout (
     .clk(clk),
     .config__payload(config__payload),
     .config__valid(config__valid),
@@ -761,7 +761,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, rst, items__ready, \items__ready$86 , \trace$132 , layer0_events, layer0_saturations, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, layer0_items_reads, layer0_items_writes
+module \spoken_digits_cmru_stack_hw.layer0 (items__valid, config__payload, config__valid, clk, rst, items__ready, \items__ready$86 , \trace$132 , layer0_events, layer0_saturations, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, layer0_items_reads, layer0_items_writes
 , layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, events__valid, events__payload, items__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
   wire [15:0] \$1 ;
@@ -1330,7 +1330,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
   assign \$10  = $signed(out_1) - $signed(old_out_1);
   assign \$11  = hold_c4_2 ? old_out_2 : new_c4_2;
   assign \$12  = out_2 != old_out_2;
-  \accelerator.layer0.entries  entries (
+  \spoken_digits_cmru_stack_hw.layer0.entries  entries (
     .clk(clk),
     .credit(credit),
     .out_valid(i__valid),
@@ -1341,7 +1341,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
     .w__payload(entry),
     .w__valid(w__valid)
   );
-  \accelerator.layer0.entry_slice  entry_slice (
+  \spoken_digits_cmru_stack_hw.layer0.entry_slice  entry_slice (
     .clk(clk),
     .i__payload(i__payload),
     .i__ready(r__ready),
@@ -1351,7 +1351,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
     .o__valid(entries__valid),
     .rst(rst)
   );
-  \accelerator.layer0.front  front (
+  \spoken_digits_cmru_stack_hw.layer0.front  front (
     .acc(\acc$13 ),
     .clk(clk),
     .config__payload(config__payload),
@@ -1382,7 +1382,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
     .state(state),
     .state_write(state_write)
   );
-  \accelerator.layer0.serializer  serializer (
+  \spoken_digits_cmru_stack_hw.layer0.serializer  serializer (
     .clk(clk),
     .entries__payload(entries__payload),
     .entries__ready(o__ready),
@@ -1392,7 +1392,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
     .items__valid(events__valid),
     .rst(rst)
   );
-  \accelerator.layer0.update_0  update_0 (
+  \spoken_digits_cmru_stack_hw.layer0.update_0  update_0 (
     .acc(acc),
     .clk(clk),
     .\new (\new ),
@@ -1402,7 +1402,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
     .saturated(\saturated$102 ),
     .z_r(gate)
   );
-  \accelerator.layer0.update_1  update_1 (
+  \spoken_digits_cmru_stack_hw.layer0.update_1  update_1 (
     .acc(\acc$18 ),
     .clk(clk),
     .\new (\new$105 ),
@@ -1412,7 +1412,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
     .saturated(\saturated$111 ),
     .z_r(\gate$110 )
   );
-  \accelerator.layer0.update_2  update_2 (
+  \spoken_digits_cmru_stack_hw.layer0.update_2  update_2 (
     .acc(\acc$21 ),
     .clk(clk),
     .\new (\new$114 ),
@@ -1422,7 +1422,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
     .saturated(\saturated$120 ),
     .z_r(\gate$119 )
   );
-  \accelerator.layer0.update_3  update_3 (
+  \spoken_digits_cmru_stack_hw.layer0.update_3  update_3 (
     .acc(\acc$24 ),
     .clk(clk),
     .\new (\new$123 ),
@@ -2039,7 +2039,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.entries (rst, w__valid, reserve, credit, r__payload, r__ready, w__payload, out_valid, clk);
+module \spoken_digits_cmru_stack_hw.layer0.entries (rst, w__valid, reserve, credit, r__payload, r__ready, w__payload, out_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -2260,7 +2260,7 @@ module \accelerator.layer0.entries (rst, w__valid, reserve, credit, r__payload, 
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__ready, o__payload, o__valid, clk);
+module \spoken_digits_cmru_stack_hw.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__ready, o__payload, o__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$4  = 0;
   wire \$1 ;
   wire \$2 ;
@@ -2437,7 +2437,7 @@ module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.front (items__valid, config__payload, config__valid, clk, rst, items__ready, starting, credit, state_write, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, params, state, \slot$64 
+module \spoken_digits_cmru_stack_hw.layer0.front (items__valid, config__payload, config__valid, clk, rst, items__ready, starting, credit, state_write, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_macs, params, state, \slot$64 
 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, acc, items__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
   wire \$1 ;
@@ -2959,7 +2959,7 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
   assign \$35  = | slot_c2[26:19];
   assign \$36  = \$34  & \$35 ;
   assign \$38  = layer0_macs + 4'h8;
-  \accelerator.layer0.front.issue  issue (
+  \spoken_digits_cmru_stack_hw.layer0.front.issue  issue (
     .clk(clk),
     .credit(credit),
     .items__payload(items__payload),
@@ -2975,7 +2975,7 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
     .\slot$21 (slot),
     .starting(starting)
   );
-  \accelerator.layer0.front.lanes  lanes (
+  \spoken_digits_cmru_stack_hw.layer0.front.lanes  lanes (
     .acc(acc),
     .clk(clk),
     .first(slot_c2[9]),
@@ -3334,7 +3334,7 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, starting, credit, \slot$21 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, items__payload);
+module \spoken_digits_cmru_stack_hw.layer0.front.issue (items__valid, clk, rst, items__ready, starting, credit, \slot$21 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, items__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
   wire \$1 ;
   wire [4:0] \$10 ;
@@ -4104,7 +4104,7 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value, acc, clk);
+module \spoken_digits_cmru_stack_hw.layer0.front.lanes (rst, weights, seeds, valid, first, value, acc, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
   wire [11:0] \$1 ;
   wire \$10 ;
@@ -4462,7 +4462,7 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__payload, entries__ready, entries__payload, entries__valid, clk);
+module \spoken_digits_cmru_stack_hw.layer0.serializer (rst, items__ready, items__valid, items__payload, entries__ready, entries__payload, entries__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
   wire [3:0] \$1 ;
   wire \$10 ;
@@ -4656,7 +4656,7 @@ module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__p
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_0 (rst, old, \new , acc, params, saturated, z_r, clk);
+module \spoken_digits_cmru_stack_hw.layer0.update_0 (rst, old, \new , acc, params, saturated, z_r, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -4865,7 +4865,7 @@ module \accelerator.layer0.update_0 (rst, old, \new , acc, params, saturated, z_
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_1 (rst, old, \new , acc, params, saturated, z_r, clk);
+module \spoken_digits_cmru_stack_hw.layer0.update_1 (rst, old, \new , acc, params, saturated, z_r, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -5074,7 +5074,7 @@ module \accelerator.layer0.update_1 (rst, old, \new , acc, params, saturated, z_
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_2 (rst, old, \new , acc, params, saturated, z_r, clk);
+module \spoken_digits_cmru_stack_hw.layer0.update_2 (rst, old, \new , acc, params, saturated, z_r, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -5283,7 +5283,7 @@ module \accelerator.layer0.update_2 (rst, old, \new , acc, params, saturated, z_
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_3 (rst, old, \new , acc, params, saturated, z_r, clk);
+module \spoken_digits_cmru_stack_hw.layer0.update_3 (rst, old, \new , acc, params, saturated, z_r, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -5492,7 +5492,7 @@ module \accelerator.layer0.update_3 (rst, old, \new , acc, params, saturated, z_
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload, o__payload, o__valid, clk);
+module \spoken_digits_cmru_stack_hw.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload, o__payload, o__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$13  = 0;
   wire \$1 ;
   wire \$2 ;
@@ -5629,7 +5629,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready$87 , items__payload, items__valid, \trace$121 , layer1_events, layer1_saturations, layer1_weights_reads, layer1_weights_writes, layer1_bias_reads, layer1_bias_writes, layer1_params_reads, layer1_params_writes, layer1_state_reads, layer1_state_writes, layer1_acc_reads, layer1_acc_writes, layer1_macs
+module \spoken_digits_cmru_stack_hw.layer1 (config__valid, clk, rst, items__ready, \items__ready$87 , items__payload, items__valid, \trace$121 , layer1_events, layer1_saturations, layer1_weights_reads, layer1_weights_writes, layer1_bias_reads, layer1_bias_writes, layer1_params_reads, layer1_params_writes, layer1_state_reads, layer1_state_writes, layer1_acc_reads, layer1_acc_writes, layer1_macs
 , layer1_items_reads, layer1_items_writes, layer1_item_overflows, layer1_busy_cycles, layer1_stall_cycles, layer1_steps, events__valid, events__payload, config__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$14  = 0;
   wire [15:0] \$1 ;
@@ -6172,7 +6172,7 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
   assign \$14  = \$12  & \$13 ;
   assign \$15  = hold_c4_2 ? old_out_2 : new_c4_2;
   assign \$16  = out_2 != old_out_2;
-  \accelerator.layer1.entries  entries (
+  \spoken_digits_cmru_stack_hw.layer1.entries  entries (
     .clk(clk),
     .credit(credit),
     .out_valid(i__valid),
@@ -6183,7 +6183,7 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
     .w__payload(entry),
     .w__valid(w__valid)
   );
-  \accelerator.layer1.entry_slice  entry_slice (
+  \spoken_digits_cmru_stack_hw.layer1.entry_slice  entry_slice (
     .clk(clk),
     .i__payload(i__payload),
     .i__ready(r__ready),
@@ -6193,7 +6193,7 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
     .o__valid(entries__valid),
     .rst(rst)
   );
-  \accelerator.layer1.front  front (
+  \spoken_digits_cmru_stack_hw.layer1.front  front (
     .acc(acc),
     .acc_write(acc_write),
     .clk(clk),
@@ -6227,7 +6227,7 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
     .state(state),
     .state_write(state_write)
   );
-  \accelerator.layer1.serializer  serializer (
+  \spoken_digits_cmru_stack_hw.layer1.serializer  serializer (
     .clk(clk),
     .entries__payload(entries__payload),
     .entries__ready(o__ready),
@@ -6237,7 +6237,7 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
     .items__valid(events__valid),
     .rst(rst)
   );
-  \accelerator.layer1.update_0  update_0 (
+  \spoken_digits_cmru_stack_hw.layer1.update_0  update_0 (
     .abs_at_least(gate),
     .acc(\acc$14 ),
     .h_new(\new ),
@@ -6246,7 +6246,7 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
     .params(\params$16 [7:0]),
     .saturated(\saturated$97 )
   );
-  \accelerator.layer1.update_1  update_1 (
+  \spoken_digits_cmru_stack_hw.layer1.update_1  update_1 (
     .abs_at_least(\gate$103 ),
     .acc(\acc$19 ),
     .h_new(\new$100 ),
@@ -6255,7 +6255,7 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
     .params(\params$16 [15:8]),
     .saturated(\saturated$104 )
   );
-  \accelerator.layer1.update_2  update_2 (
+  \spoken_digits_cmru_stack_hw.layer1.update_2  update_2 (
     .abs_at_least(\gate$110 ),
     .acc(\acc$22 ),
     .h_new(\new$107 ),
@@ -6264,7 +6264,7 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
     .params(\params$16 [23:16]),
     .saturated(\saturated$111 )
   );
-  \accelerator.layer1.update_3  update_3 (
+  \spoken_digits_cmru_stack_hw.layer1.update_3  update_3 (
     .abs_at_least(\gate$117 ),
     .acc(\acc$25 ),
     .h_new(\new$114 ),
@@ -6796,7 +6796,7 @@ module \accelerator.layer1 (config__valid, clk, rst, items__ready, \items__ready
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer1.entries (rst, w__valid, reserve, credit, r__payload, r__ready, w__payload, out_valid, clk);
+module \spoken_digits_cmru_stack_hw.layer1.entries (rst, w__valid, reserve, credit, r__payload, r__ready, w__payload, out_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$15  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -7017,7 +7017,7 @@ module \accelerator.layer1.entries (rst, w__valid, reserve, credit, r__payload, 
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer1.entry_slice (rst, i__payload, i__ready, i__valid, o__ready, o__payload, o__valid, clk);
+module \spoken_digits_cmru_stack_hw.layer1.entry_slice (rst, i__payload, i__ready, i__valid, o__ready, o__payload, o__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$16  = 0;
   wire \$1 ;
   wire \$2 ;
@@ -7194,7 +7194,7 @@ module \accelerator.layer1.entry_slice (rst, i__payload, i__ready, i__valid, o__
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer1.front (config__valid, clk, rst, items__ready, starting, credit, items__payload, items__valid, acc_write, state_write, layer1_weights_reads, layer1_weights_writes, layer1_bias_reads, layer1_bias_writes, layer1_params_reads, layer1_params_writes, layer1_state_reads, layer1_state_writes, layer1_acc_reads, layer1_acc_writes, layer1_macs
+module \spoken_digits_cmru_stack_hw.layer1.front (config__valid, clk, rst, items__ready, starting, credit, items__payload, items__valid, acc_write, state_write, layer1_weights_reads, layer1_weights_writes, layer1_bias_reads, layer1_bias_writes, layer1_params_reads, layer1_params_writes, layer1_state_reads, layer1_state_writes, layer1_acc_reads, layer1_acc_writes, layer1_macs
 , params, state, \slot$73 , layer1_items_reads, layer1_items_writes, layer1_item_overflows, layer1_busy_cycles, layer1_stall_cycles, layer1_steps, acc, config__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$17  = 0;
   wire \$1 ;
@@ -7797,7 +7797,7 @@ module \accelerator.layer1.front (config__valid, clk, rst, items__ready, startin
   assign weights = slot_c2[15] ? 32'd0 : \port__data$44 ;
   assign \$18  = use_acc2a ? \port__data$50 [23:0] : { \port__data$49 [15], \port__data$49 [15], \port__data$49 [15], \port__data$49 [15], \port__data$49 [15], \port__data$49 [15], \port__data$49 [15], \port__data$49 [15], \port__data$49 [15:0] };
   assign \$19  = use_acc2a ? \port__data$50 [47:24] : { \port__data$49 [31], \port__data$49 [31], \port__data$49 [31], \port__data$49 [31], \port__data$49 [31], \port__data$49 [31], \port__data$49 [31], \port__data$49 [31], \port__data$49 [31:16] };
-  \accelerator.layer1.front.issue  issue (
+  \spoken_digits_cmru_stack_hw.layer1.front.issue  issue (
     .clk(clk),
     .credit(credit),
     .items__payload(items__payload),
@@ -7813,7 +7813,7 @@ module \accelerator.layer1.front (config__valid, clk, rst, items__ready, startin
     .\slot$22 (slot),
     .starting(starting)
   );
-  \accelerator.layer1.front.lanes  lanes (
+  \spoken_digits_cmru_stack_hw.layer1.front.lanes  lanes (
     .acc(acc),
     .clk(clk),
     .first(slot_c2[10]),
@@ -8217,7 +8217,7 @@ module \accelerator.layer1.front (config__valid, clk, rst, items__ready, startin
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer1.front.issue (rst, items__ready, starting, credit, items__payload, items__valid, \slot$22 , layer1_items_reads, layer1_items_writes, layer1_item_overflows, layer1_busy_cycles, layer1_stall_cycles, layer1_steps, clk);
+module \spoken_digits_cmru_stack_hw.layer1.front.issue (rst, items__ready, starting, credit, items__payload, items__valid, \slot$22 , layer1_items_reads, layer1_items_writes, layer1_item_overflows, layer1_busy_cycles, layer1_stall_cycles, layer1_steps, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$18  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -8995,7 +8995,7 @@ module \accelerator.layer1.front.issue (rst, items__ready, starting, credit, ite
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer1.front.lanes (rst, weights, seeds, valid, first, value, acc, clk);
+module \spoken_digits_cmru_stack_hw.layer1.front.lanes (rst, weights, seeds, valid, first, value, acc, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$19  = 0;
   wire [20:0] \$1 ;
   wire \$10 ;
@@ -9353,7 +9353,7 @@ module \accelerator.layer1.front.lanes (rst, weights, seeds, valid, first, value
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer1.serializer (rst, items__ready, items__valid, items__payload, entries__ready, entries__payload, entries__valid, clk);
+module \spoken_digits_cmru_stack_hw.layer1.serializer (rst, items__ready, items__valid, items__payload, entries__ready, entries__payload, entries__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$20  = 0;
   wire [3:0] \$1 ;
   wire \$10 ;
@@ -9547,7 +9547,7 @@ module \accelerator.layer1.serializer (rst, items__ready, items__valid, items__p
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer1.update_0 (h_new, hold, saturated, acc, params, abs_at_least, old);
+module \spoken_digits_cmru_stack_hw.layer1.update_0 (h_new, hold, saturated, acc, params, abs_at_least, old);
   reg \$auto$verilog_backend.cc:2355:dump_module$21  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -9633,7 +9633,7 @@ module \accelerator.layer1.update_0 (h_new, hold, saturated, acc, params, abs_at
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer1.update_1 (h_new, hold, saturated, acc, params, abs_at_least, old);
+module \spoken_digits_cmru_stack_hw.layer1.update_1 (h_new, hold, saturated, acc, params, abs_at_least, old);
   reg \$auto$verilog_backend.cc:2355:dump_module$22  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -9719,7 +9719,7 @@ module \accelerator.layer1.update_1 (h_new, hold, saturated, acc, params, abs_at
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer1.update_2 (h_new, hold, saturated, acc, params, abs_at_least, old);
+module \spoken_digits_cmru_stack_hw.layer1.update_2 (h_new, hold, saturated, acc, params, abs_at_least, old);
   reg \$auto$verilog_backend.cc:2355:dump_module$23  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -9805,7 +9805,7 @@ module \accelerator.layer1.update_2 (h_new, hold, saturated, acc, params, abs_at
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer1.update_3 (h_new, hold, saturated, acc, params, abs_at_least, old);
+module \spoken_digits_cmru_stack_hw.layer1.update_3 (h_new, hold, saturated, acc, params, abs_at_least, old);
   reg \$auto$verilog_backend.cc:2355:dump_module$24  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -9891,7 +9891,7 @@ module \accelerator.layer1.update_3 (h_new, hold, saturated, acc, params, abs_at
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer1_slice (rst, i__ready, o__ready, i__valid, i__payload, o__payload, o__valid, clk);
+module \spoken_digits_cmru_stack_hw.layer1_slice (rst, i__ready, o__ready, i__valid, i__payload, o__payload, o__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$25  = 0;
   wire \$1 ;
   wire \$2 ;
@@ -10028,7 +10028,7 @@ module \accelerator.layer1_slice (rst, i__ready, o__ready, i__valid, i__payload,
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout (config__valid, r__ready, clk, rst, items__ready, results__payload, items__payload, items__valid, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, results__valid, config__payload
+module \spoken_digits_cmru_stack_hw.readout (config__valid, r__ready, clk, rst, items__ready, results__payload, items__payload, items__valid, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, results__valid, config__payload
 );
   reg \$auto$verilog_backend.cc:2355:dump_module$26  = 0;
   wire \$1 ;
@@ -10345,7 +10345,7 @@ module \accelerator.readout (config__valid, r__ready, clk, rst, items__ready, re
   assign \$26  = $signed(acc[99:75]) > $signed(acc[74:50]);
   assign \$28  = \$23  & \$27 ;
   assign \$29  = \$28  ? acc[99:75] : acc[74:50];
-  \accelerator.readout.front  front (
+  \spoken_digits_cmru_stack_hw.readout.front  front (
     .acc(acc),
     .clk(clk),
     .config__payload(config__payload),
@@ -10369,7 +10369,7 @@ module \accelerator.readout (config__valid, r__ready, clk, rst, items__ready, re
     .\slot$45 (slot),
     .starting(reserve)
   );
-  \accelerator.readout.results  results (
+  \spoken_digits_cmru_stack_hw.readout.results  results (
     .clk(clk),
     .credit(credit),
     .out_valid(results__valid),
@@ -10644,7 +10644,7 @@ module \accelerator.readout (config__valid, r__ready, clk, rst, items__ready, re
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.front (config__valid, clk, rst, items__ready, starting, credit, items__payload, items__valid, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, \slot$45 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, acc
+module \spoken_digits_cmru_stack_hw.readout.front (config__valid, clk, rst, items__ready, starting, credit, items__payload, items__valid, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, \slot$45 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, acc
 , config__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$27  = 0;
   wire \$1 ;
@@ -10998,7 +10998,7 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
     slot_c2a <= \$37 ;
   always @(posedge clk)
     use_acc2a <= \$38 ;
-  \accelerator.readout.front.issue  issue (
+  \spoken_digits_cmru_stack_hw.readout.front.issue  issue (
     .clk(clk),
     .credit(credit),
     .items__payload(items__payload),
@@ -11014,7 +11014,7 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
     .\slot$21 (slot),
     .starting(starting)
   );
-  \accelerator.readout.front.lanes  lanes (
+  \spoken_digits_cmru_stack_hw.readout.front.lanes  lanes (
     .acc(acc),
     .clk(clk),
     .first(slot_c2[9]),
@@ -11245,7 +11245,7 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.front.issue (rst, items__ready, starting, credit, items__payload, items__valid, \slot$21 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, clk);
+module \spoken_digits_cmru_stack_hw.readout.front.issue (rst, items__ready, starting, credit, items__payload, items__valid, \slot$21 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$28  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -12023,7 +12023,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, value, acc, clk);
+module \spoken_digits_cmru_stack_hw.readout.front.lanes (rst, weights, seeds, valid, first, value, acc, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$29  = 0;
   wire [19:0] \$1 ;
   wire \$10 ;
@@ -12245,7 +12245,7 @@ module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, valu
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.results (clk, rst, reserve, credit, r__payload, w__payload, w__valid, out_valid, r__ready);
+module \spoken_digits_cmru_stack_hw.readout.results (clk, rst, reserve, credit, r__payload, w__payload, w__valid, out_valid, r__ready);
   reg \$auto$verilog_backend.cc:2355:dump_module$30  = 0;
   wire \$1 ;
   wire \$10 ;

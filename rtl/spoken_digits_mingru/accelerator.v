@@ -2,7 +2,7 @@
 
 (* top =  1  *)
 (* generator = "Amaranth" *)
-module accelerator(inputs__valid, config__payload, config__valid, results__ready, clk, rst, inputs__ready, config__ready, results__payload, results__valid, counters, trace_0, inputs__payload);
+module spoken_digits_mingru_hw(inputs__valid, config__payload, config__valid, results__ready, clk, rst, inputs__ready, config__ready, results__payload, results__valid, counters, trace_0, inputs__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$1  = 0;
   wire [32:0] \$1 ;
   wire [32:0] \$10 ;
@@ -252,7 +252,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     sequences <= \$17 ;
   always @(posedge clk)
     results <= \$18 ;
-  \accelerator.layer0  layer0 (
+  \spoken_digits_mingru_hw.layer0  layer0 (
     .clk(clk),
     .config__payload(config__payload),
     .config__valid(config__valid),
@@ -284,7 +284,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .rst(rst),
     .\trace$158 (trace_0)
   );
-  \accelerator.layer0_slice  layer0_slice (
+  \spoken_digits_mingru_hw.layer0_slice  layer0_slice (
     .clk(clk),
     .i__payload(i__payload),
     .i__ready(events__ready),
@@ -294,7 +294,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
     .o__valid(\items__valid$33 ),
     .rst(rst)
   );
-  \accelerator.readout  readout (
+  \spoken_digits_mingru_hw.readout  readout (
     .clk(clk),
     .config__payload(config__payload),
     .config__valid(config__valid),
@@ -531,7 +531,7 @@ module accelerator(inputs__valid, config__payload, config__valid, results__ready
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, rst, items__ready, \items__ready$103 , \trace$158 , layer0_events, layer0_saturations, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_pool_reads, layer0_pool_writes, layer0_macs
+module \spoken_digits_mingru_hw.layer0 (items__valid, config__payload, config__valid, clk, rst, items__ready, \items__ready$103 , \trace$158 , layer0_events, layer0_saturations, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_pool_reads, layer0_pool_writes, layer0_macs
 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, events__valid, events__payload, items__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
   wire [24:0] \$1 ;
@@ -1279,7 +1279,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
     layer0_events <= \$135 ;
   always @(posedge clk)
     layer0_saturations <= \$136 ;
-  \accelerator.layer0.entries  entries (
+  \spoken_digits_mingru_hw.layer0.entries  entries (
     .clk(clk),
     .credit(credit),
     .out_valid(i__valid),
@@ -1290,7 +1290,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
     .w__payload(entry),
     .w__valid(w__valid)
   );
-  \accelerator.layer0.entry_slice  entry_slice (
+  \spoken_digits_mingru_hw.layer0.entry_slice  entry_slice (
     .clk(clk),
     .i__payload(i__payload),
     .i__ready(r__ready),
@@ -1300,7 +1300,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
     .o__valid(entries__valid),
     .rst(rst)
   );
-  \accelerator.layer0.front  front (
+  \spoken_digits_mingru_hw.layer0.front  front (
     .acc(\acc$13 ),
     .clk(clk),
     .config__payload(config__payload),
@@ -1335,7 +1335,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
     .state(state),
     .state_write(state_write)
   );
-  \accelerator.layer0.serializer  serializer (
+  \spoken_digits_mingru_hw.layer0.serializer  serializer (
     .clk(clk),
     .entries__payload(entries__payload),
     .entries__ready(o__ready),
@@ -1345,7 +1345,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
     .items__valid(events__valid),
     .rst(rst)
   );
-  \accelerator.layer0.update_0  update_0 (
+  \spoken_digits_mingru_hw.layer0.update_0  update_0 (
     .acc(acc),
     .clk(clk),
     .\new (\new ),
@@ -1355,7 +1355,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
     .saturated(\saturated$119 ),
     .z_r(gate)
   );
-  \accelerator.layer0.update_1  update_1 (
+  \spoken_digits_mingru_hw.layer0.update_1  update_1 (
     .acc(\acc$18 ),
     .clk(clk),
     .\new (\new$125 ),
@@ -1365,7 +1365,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
     .saturated(\saturated$131 ),
     .z_r(\gate$130 )
   );
-  \accelerator.layer0.update_2  update_2 (
+  \spoken_digits_mingru_hw.layer0.update_2  update_2 (
     .acc(\acc$21 ),
     .clk(clk),
     .\new (\new$136 ),
@@ -1375,7 +1375,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
     .saturated(\saturated$142 ),
     .z_r(\gate$141 )
   );
-  \accelerator.layer0.update_3  update_3 (
+  \spoken_digits_mingru_hw.layer0.update_3  update_3 (
     .acc(\acc$24 ),
     .clk(clk),
     .\new (\new$147 ),
@@ -2099,7 +2099,7 @@ module \accelerator.layer0 (items__valid, config__payload, config__valid, clk, r
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.entries (rst, w__valid, reserve, credit, r__payload, r__ready, w__payload, out_valid, clk);
+module \spoken_digits_mingru_hw.layer0.entries (rst, w__valid, reserve, credit, r__payload, r__ready, w__payload, out_valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -2320,7 +2320,7 @@ module \accelerator.layer0.entries (rst, w__valid, reserve, credit, r__payload, 
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__ready, o__payload, o__valid, clk);
+module \spoken_digits_mingru_hw.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__ready, o__payload, o__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$4  = 0;
   wire \$1 ;
   wire \$2 ;
@@ -2497,7 +2497,7 @@ module \accelerator.layer0.entry_slice (rst, i__payload, i__ready, i__valid, o__
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.front (items__valid, config__payload, config__valid, clk, rst, items__ready, starting, credit, state_write, pool_write, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_pool_reads, layer0_pool_writes, layer0_macs
+module \spoken_digits_mingru_hw.layer0.front (items__valid, config__payload, config__valid, clk, rst, items__ready, starting, credit, state_write, pool_write, layer0_weights_reads, layer0_weights_writes, layer0_bias_reads, layer0_bias_writes, layer0_params_reads, layer0_params_writes, layer0_state_reads, layer0_state_writes, layer0_pool_reads, layer0_pool_writes, layer0_macs
 , params, state, pool, \slot$74 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, acc, items__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$5  = 0;
   wire \$1 ;
@@ -3148,7 +3148,7 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
   assign \$29  = layer0_state_reads + \$28 ;
   assign \$31  = 1'h0 + \$30 ;
   assign \$32  = layer0_state_writes + \$31 ;
-  \accelerator.layer0.front.issue  issue (
+  \spoken_digits_mingru_hw.layer0.front.issue  issue (
     .clk(clk),
     .credit(credit),
     .items__payload(items__payload),
@@ -3164,7 +3164,7 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
     .\slot$22 (slot),
     .starting(starting)
   );
-  \accelerator.layer0.front.lanes  lanes (
+  \spoken_digits_mingru_hw.layer0.front.lanes  lanes (
     .acc(acc),
     .clk(clk),
     .first(slot_c2[11]),
@@ -3573,7 +3573,7 @@ module \accelerator.layer0.front (items__valid, config__payload, config__valid, 
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, starting, credit, \slot$22 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, items__payload);
+module \spoken_digits_mingru_hw.layer0.front.issue (items__valid, clk, rst, items__ready, starting, credit, \slot$22 , layer0_items_reads, layer0_items_writes, layer0_item_overflows, layer0_busy_cycles, layer0_stall_cycles, layer0_steps, items__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
   wire \$1 ;
   wire [4:0] \$10 ;
@@ -4343,7 +4343,7 @@ module \accelerator.layer0.front.issue (items__valid, clk, rst, items__ready, st
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value, acc, clk);
+module \spoken_digits_mingru_hw.layer0.front.lanes (rst, weights, seeds, valid, first, value, acc, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
   wire [15:0] \$1 ;
   wire \$10 ;
@@ -4701,7 +4701,7 @@ module \accelerator.layer0.front.lanes (rst, weights, seeds, valid, first, value
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__payload, entries__ready, entries__payload, entries__valid, clk);
+module \spoken_digits_mingru_hw.layer0.serializer (rst, items__ready, items__valid, items__payload, entries__ready, entries__payload, entries__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
   wire [3:0] \$1 ;
   wire \$10 ;
@@ -4895,7 +4895,7 @@ module \accelerator.layer0.serializer (rst, items__ready, items__valid, items__p
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_0 (rst, old, \new , acc, params, saturated, z_r, clk);
+module \spoken_digits_mingru_hw.layer0.update_0 (rst, old, \new , acc, params, saturated, z_r, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -5104,7 +5104,7 @@ module \accelerator.layer0.update_0 (rst, old, \new , acc, params, saturated, z_
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_1 (rst, old, \new , acc, params, saturated, z_r, clk);
+module \spoken_digits_mingru_hw.layer0.update_1 (rst, old, \new , acc, params, saturated, z_r, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -5313,7 +5313,7 @@ module \accelerator.layer0.update_1 (rst, old, \new , acc, params, saturated, z_
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_2 (rst, old, \new , acc, params, saturated, z_r, clk);
+module \spoken_digits_mingru_hw.layer0.update_2 (rst, old, \new , acc, params, saturated, z_r, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -5522,7 +5522,7 @@ module \accelerator.layer0.update_2 (rst, old, \new , acc, params, saturated, z_
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0.update_3 (rst, old, \new , acc, params, saturated, z_r, clk);
+module \spoken_digits_mingru_hw.layer0.update_3 (rst, old, \new , acc, params, saturated, z_r, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -5731,7 +5731,7 @@ module \accelerator.layer0.update_3 (rst, old, \new , acc, params, saturated, z_
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload, o__payload, o__valid, clk);
+module \spoken_digits_mingru_hw.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload, o__payload, o__valid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$13  = 0;
   wire \$1 ;
   wire \$2 ;
@@ -5868,7 +5868,7 @@ module \accelerator.layer0_slice (rst, i__ready, o__ready, i__valid, i__payload,
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout (config__valid, r__ready, clk, rst, items__ready, results__payload, items__payload, items__valid, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, results__valid, config__payload
+module \spoken_digits_mingru_hw.readout (config__valid, r__ready, clk, rst, items__ready, results__payload, items__payload, items__valid, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, results__valid, config__payload
 );
   reg \$auto$verilog_backend.cc:2355:dump_module$14  = 0;
   wire \$1 ;
@@ -6185,7 +6185,7 @@ module \accelerator.readout (config__valid, r__ready, clk, rst, items__ready, re
   assign \$26  = $signed(acc[147:111]) > $signed(acc[110:74]);
   assign \$28  = \$23  & \$27 ;
   assign \$29  = \$28  ? acc[147:111] : acc[110:74];
-  \accelerator.readout.front  front (
+  \spoken_digits_mingru_hw.readout.front  front (
     .acc(acc),
     .clk(clk),
     .config__payload(config__payload),
@@ -6209,7 +6209,7 @@ module \accelerator.readout (config__valid, r__ready, clk, rst, items__ready, re
     .\slot$45 (slot),
     .starting(reserve)
   );
-  \accelerator.readout.results  results (
+  \spoken_digits_mingru_hw.readout.results  results (
     .clk(clk),
     .credit(credit),
     .out_valid(results__valid),
@@ -6484,7 +6484,7 @@ module \accelerator.readout (config__valid, r__ready, clk, rst, items__ready, re
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.front (config__valid, clk, rst, items__ready, starting, credit, items__payload, items__valid, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, \slot$45 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, acc
+module \spoken_digits_mingru_hw.readout.front (config__valid, clk, rst, items__ready, starting, credit, items__payload, items__valid, readout_weights_reads, readout_weights_writes, readout_bias_reads, readout_bias_writes, readout_macs, \slot$45 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, acc
 , config__payload);
   reg \$auto$verilog_backend.cc:2355:dump_module$15  = 0;
   wire \$1 ;
@@ -6886,7 +6886,7 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
     slot_c2a <= \$37 ;
   always @(posedge clk)
     use_acc2a <= \$38 ;
-  \accelerator.readout.front.issue  issue (
+  \spoken_digits_mingru_hw.readout.front.issue  issue (
     .clk(clk),
     .credit(credit),
     .items__payload(items__payload),
@@ -6902,7 +6902,7 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
     .\slot$21 (slot),
     .starting(starting)
   );
-  \accelerator.readout.front.lanes  lanes (
+  \spoken_digits_mingru_hw.readout.front.lanes  lanes (
     .acc(acc),
     .clk(clk),
     .first(slot_c2[10]),
@@ -7133,7 +7133,7 @@ module \accelerator.readout.front (config__valid, clk, rst, items__ready, starti
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.front.issue (rst, items__ready, starting, credit, items__payload, items__valid, \slot$21 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, clk);
+module \spoken_digits_mingru_hw.readout.front.issue (rst, items__ready, starting, credit, items__payload, items__valid, \slot$21 , readout_items_reads, readout_items_writes, readout_item_overflows, readout_busy_cycles, readout_stall_cycles, readout_steps, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$16  = 0;
   wire \$1 ;
   wire \$10 ;
@@ -7943,7 +7943,7 @@ module \accelerator.readout.front.issue (rst, items__ready, starting, credit, it
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, value, acc, clk);
+module \spoken_digits_mingru_hw.readout.front.lanes (rst, weights, seeds, valid, first, value, acc, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$17  = 0;
   wire [31:0] \$1 ;
   wire \$10 ;
@@ -8165,7 +8165,7 @@ module \accelerator.readout.front.lanes (rst, weights, seeds, valid, first, valu
 endmodule
 
 (* generator = "Amaranth" *)
-module \accelerator.readout.results (clk, rst, reserve, credit, r__payload, w__payload, w__valid, out_valid, r__ready);
+module \spoken_digits_mingru_hw.readout.results (clk, rst, reserve, credit, r__payload, w__payload, w__valid, out_valid, r__ready);
   reg \$auto$verilog_backend.cc:2355:dump_module$18  = 0;
   wire \$1 ;
   wire \$10 ;

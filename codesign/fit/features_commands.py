@@ -1,0 +1,82 @@
+"""``codesign features fit`` and ``codesign features eval``: random-feature networks by hand.
+
+``codesign fit`` weighs random-feature banks beside trained networks; these two commands fit one
+bank of a chosen size on a user's files and score a feature bundle on a data file with the golden
+integer model, with no cross-validation.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+
+def register(app: typer.Typer, user_errors) -> None:
+    features = typer.Typer(
+        no_args_is_help=True, help="Random-feature networks: fit one bank, score a bundle."
+    )
+    app.add_typer(features, name="features")
+
+    @features.command("fit")
+    @user_errors
+    def fit_bank(
+        data_train: Annotated[
+            Path, typer.Argument(metavar="DATA_TRAIN", help="training file (.ts, .tsv, .arff, .npz)")
+        ],
+        data_test: Annotated[Path, typer.Argument(metavar="DATA_TEST", help="test file, same format family")],
+        out: Annotated[Path, typer.Option("--out", help="the feature bundle's directory")] = Path(
+            "runs/features"
+        ),
+        units: Annotated[
+            int, typer.Option(min=84, max=20000, help="counting units asked for (whole kernel groups)")
+        ] = 840,
+        seed: Annotated[int, typer.Option(help="draws the channel subsets and the thresholds' series")] = 0,
+        json_out: Annotated[Path | None, typer.Option("--json", help="also write the result here")] = None,
+    ) -> None:
+        """Fit one random-feature bank in closed form on the training file; score the test file."""
+        from codesign.atomic import write_text
+        from codesign.errors import CodesignError
+        from codesign.fit.features import refit_features
+
+        for what, path in (("training", data_train), ("test", data_test)):
+            if not path.is_file():
+                raise CodesignError(f"{what} file not found", path=path)
+        task = {"train": str(data_train.resolve()), "test": str(data_test.resolve())}
+        result = refit_features(units, seed, task, out.name, out.parent, bundle_name=out.name)
+        Console().print(
+            f"bundle {result['bundle']}: {result['units']} units, golden test accuracy "
+            f"{100 * result['test_accuracy']:.1f}% on {result['test_sequences']} series "
+            f"(float ridge {100 * result['float_test_accuracy']:.1f}%)",
+            highlight=False,
+            soft_wrap=True,
+        )
+        if json_out is not None:
+            write_text(json_out, json.dumps(result, indent=1, sort_keys=True) + "\n")
+
+    @features.command("eval")
+    @user_errors
+    def eval_bundle(
+        bundle: Annotated[
+            Path, typer.Argument(help="a feature bundle (codesign fit or codesign features fit)")
+        ],
+        data: Annotated[
+            Path, typer.Argument(metavar="DATA", help="a labelled data file (.ts, .tsv, .arff, .npz)")
+        ],
+        json_out: Annotated[Path | None, typer.Option("--json", help="also write the result here")] = None,
+    ) -> None:
+        """Score a feature bundle on a labelled file with the golden integer model."""
+        from codesign.atomic import write_text
+        from codesign.fit.features import evaluate_file
+
+        result = evaluate_file(bundle, data)
+        Console().print(
+            f"{data}: golden accuracy {100 * result['accuracy']:.1f}% on {result['sequences']} series",
+            highlight=False,
+            soft_wrap=True,
+        )
+        if json_out is not None:
+            write_text(json_out, json.dumps(result, indent=1, sort_keys=True) + "\n")
