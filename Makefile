@@ -11,7 +11,7 @@ unexport VERILATOR_ROOT
 LINT_PATHS := $(wildcard codesign tests verification examples)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup demo test test-long sim sim-netlist rtl analog bench fpga report docs lint doctor clean
+.PHONY: help setup demo test test-long sim sim-netlist formal rtl analog bench fpga report docs lint doctor clean
 
 help: ## list the targets
 	@echo "Targets:"
@@ -41,6 +41,13 @@ sim: setup ## RTL regression, both simulators (SIM=icarus|verilator SEED=n TESTC
 NETLIST_ARGS ?=
 sim-netlist: setup ## the chip's own netlists (UP5K, ECP5-25k, at the UART pins; --matrix) against golden, both simulators (NETLIST_ARGS)
 	$(PY) verification/netlist_regress.py $(NETLIST_ARGS)
+
+# The formal suite (codesign/formal, docs/formal.md): SymbiYosys on the reference bundles at P = 1
+# and 4, random family members, the liveness bound, the iCE40 netlist against its RTL and the
+# FaultSet mutants. Resumable (rows in build/formal/rows), on Dask; table in docs/reports/formal.md.
+FORMAL_WORKERS ?= 2
+formal: setup ## formal proofs of the accelerator (stream rules, port paths, update units, configuration, liveness, iCE40 equivalence, mutants): docs/reports/formal.md (FORMAL_WORKERS=N)
+	$(VENV)/bin/codesign formal --workers $(FORMAL_WORKERS) --out build/formal --report docs/reports/formal.md
 
 rtl: setup ## regenerate the committed Verilog of the reference bundles (rtl/)
 	$(PY) -m codesign.hw.reference

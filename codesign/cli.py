@@ -116,6 +116,15 @@ def _register_study() -> None:
 _register_study()
 
 
+def _register_formal() -> None:
+    from codesign.formal.commands import register
+
+    register(app, user_errors)
+
+
+_register_formal()
+
+
 @app.command()
 @user_errors
 def doctor() -> None:
@@ -1258,7 +1267,16 @@ FLOW: dict[str, tuple[str, ...]] = {
     "Start here": ("doctor", "demo", "flow"),
     "Model": ("spoken-digits", "train", "fit", "eval", "quantize", "sweep", "export", "inspect", "repro"),
     "Hardware": ("rtl", "synth", "board", "area", "analog"),
-    "Verification": ("sim", "golden", "random-bundle", "bench", "analog-check", "analog-eval"),
+    "Verification": (
+        "sim",
+        "prove",
+        "formal",
+        "golden",
+        "random-bundle",
+        "bench",
+        "analog-check",
+        "analog-eval",
+    ),
     "Analysis": ("report", "margin", "report-cells", "explore", "ladder"),
 }
 """``codesign --help`` lists the commands in the order of the flow, in these panels."""

