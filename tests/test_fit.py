@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from codesign.bundle import load_bundle
 from codesign.cli import app
 from codesign.data.files import FileDataset
 from codesign.data.series import fold_mask
@@ -340,6 +341,9 @@ def test_fit_end_to_end_then_resumes_without_redoing_anything(tmp_path, files):
     assert all(r["fits"] and r["energy_nj_per_inference"] > 0 for r in first["candidates"])
     assert first["pick"]["torch_vs_golden_mismatches"] == 0
     assert (tmp_path / "out" / "bundle" / "weights.npz").is_file()
+    prov = load_bundle(tmp_path / "out" / "bundle").manifest.provenance
+    assert prov["labels"] == ["a", "b"]  # what a host needs to read the classes and scale recordings
+    assert prov["input_scaling"]["mode"] in ("channel", "series")
     stamps = {p: p.stat().st_mtime_ns for p in (tmp_path / "out").rglob("*") if p.is_file()}
 
     again = CliRunner().invoke(app, [*args, "--workers", "1"])

@@ -209,7 +209,15 @@ def build_splits(
         "val": (*pack(list(np.flatnonzero(val_mask)), tr_x, names[0]), torch.from_numpy(ytr[val_mask])),
         "test": (*pack(list(range(len(te_x))), te_x, names[1]), torch.from_numpy(yte)),
     }
-    return {"classes": classes, "sets": sets, "channels": channels, "width": width, "normalize": mode}
+    moments = {"mean": mean.ravel().tolist(), "std": std.ravel().tolist()}
+    return {
+        "classes": classes,
+        "sets": sets,
+        "channels": channels,
+        "width": width,
+        "normalize": mode,
+        "moments": moments,
+    }
 
 
 def _scaled(s: np.ndarray, mean: np.ndarray, std: np.ndarray, mode: str, name: str) -> np.ndarray:
@@ -294,6 +302,17 @@ class LabelledSplits:
     def normalization(self) -> str:
         """How the inputs were standardised: ``channel``, ``series`` or ``none`` (``auto`` decided)."""
         return str(self._data()["normalize"])
+
+    @property
+    def input_scaling(self) -> dict:
+        """What a host applies to a raw recording to reproduce these inputs, in the form of the
+        bundle's ``provenance.input_scaling`` (``codesign/bundle/host.py``): the training
+        channels' mean and standard deviation, each series on its own, or nothing."""
+        data = self._data()
+        mode = str(data["normalize"])
+        if mode == "channel":
+            return {"mode": "channel", **data["moments"]}
+        return {"mode": mode}
 
     def _split_arrays(self, name: str) -> tuple[torch.Tensor, torch.Tensor]:
         x, _, y = self._data()["sets"][name]

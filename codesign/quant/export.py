@@ -87,6 +87,20 @@ def golden_accuracy(bundle: Bundle, task, x: torch.Tensor, y: torch.Tensor) -> t
     return float((golden.classes[mask] == labels[mask]).mean()), golden
 
 
+def host_fields(task, classes: int) -> dict:
+    """The class names and input scaling a host needs (``provenance.labels``,
+    ``provenance.input_scaling``, ``codesign/bundle/host.py``), where the task knows them: the
+    series tasks (``uea``, ``files``) do."""
+    fields: dict = {}
+    names = getattr(task, "classes", None)
+    if isinstance(names, list) and len(names) == classes and len(set(map(str, names))) == classes:
+        fields["labels"] = [str(n) for n in names]
+    scaling = getattr(task, "input_scaling", None)
+    if isinstance(scaling, dict):
+        fields["input_scaling"] = scaling
+    return fields
+
+
 def export_run(run_dir: str | Path, out: str | Path, quant: QuantSpec | None = None) -> tuple[Bundle, dict]:
     """Quantize a run's best checkpoint, check torch == golden on its test set, write the bundle.
 
@@ -126,5 +140,6 @@ def _export_run(run_dir: str | Path, out: str | Path, quant: QuantSpec | None) -
         "codesign_version": __version__,
         "best_val_accuracy": summary.get("best_val"),
     }
+    report |= host_fields(task, bundle.manifest.readout.classes)
     saved = save_bundle(out, bundle.manifest.model_copy(update={"provenance": report}), bundle.weights)
     return saved, report
