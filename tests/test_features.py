@@ -201,6 +201,14 @@ def test_features_fit_and_eval_commands(tmp_path):
     )
     assert scored.exit_code == 0, scored.output
     assert json.loads((tmp_path / "e.json").read_text())["accuracy"] == fitted["test_accuracy"]
+    cost = CliRunner().invoke(app, ["features", "report", str(out), "--json", str(tmp_path / "c.json")])
+    assert cost.exit_code == 0, cost.output
+    figures = json.loads((tmp_path / "c.json").read_text())
+    assert figures["fits"] and figures["units"] == 168 and 0 < figures["busy_fraction"] < 1
+    assert (
+        figures["energy_basis"] == "45 nm per-op proxy (dynamic only)"
+        and figures["energy_per_inference_nj"] > 0
+    )
     refused = CliRunner().invoke(app, ["inspect", str(out)])
     assert refused.exit_code != 0 and "random-feature network" in refused.output
     built = CliRunner().invoke(app, ["rtl", str(out), "--out", str(tmp_path / "build")])

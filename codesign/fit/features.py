@@ -29,6 +29,7 @@ from codesign.quant.features import fit_feature_bundle, quantize_series
 
 __all__ = [
     "bank_cost",
+    "bank_report",
     "evaluate_file",
     "features_budget_stage",
     "features_cv_stage",
@@ -272,4 +273,50 @@ def evaluate_file(bundle_dir: str | Path, data: str | Path) -> dict[str, Any]:
         "data": str(data),
         "accuracy": float((classes == truth).mean()),
         "sequences": len(truth),
+    }
+
+
+def bank_report(
+    bundle_dir: str | Path, chip: str, step_rate: float, clock_mhz: float | None, steps: int
+) -> dict[str, Any]:
+    """A feature bundle's cost against ``chip`` at ``step_rate`` frames per second: memory bits,
+    the accelerator's cycles, the busy fraction of the clock and the ``45 nm per-op proxy`` energy
+    per frame and per inference of ``steps`` frames (dynamic only: no clock tree, no leakage)."""
+    from codesign.errors import CodesignError
+    from codesign.hw.cost import DEVICES
+
+    bundle = load_any_bundle(bundle_dir)
+    if not isinstance(bundle, FeatureBundle):
+        raise CodesignError(
+            "is not a random-feature bundle (kind: features): use codesign report", path=bundle_dir
+        )
+    if chip not in DEVICES:
+        raise CodesignError(f"--chip {chip!r} is not one of {', '.join(DEVICES)}")
+    device = DEVICES[chip]
+    clock_hz = (clock_mhz or device.clock_mhz) * 1e6
+    cost = bank_cost(bundle.manifest, float(bundle.weights["features.mask"].sum(axis=1).mean()))
+    memory = device.sprams * 256 * 1024 + device.block_rams * 4096
+    busy = cost["cycles_per_step"] * step_rate / clock_hz if clock_hz else float("inf")
+    miss = None
+    if memory and cost["memory_bits"] > memory:
+        miss = f"{cost['memory_bits']:,} memory bits exceed the {device.name}'s {memory:,}"
+    elif busy > 1:
+        miss = f"{cost['cycles_per_step']:,} cycles per frame at {step_rate:g} frames/s exceed the {clock_hz / 1e6:g} MHz clock"
+    return {
+        "bundle": str(bundle_dir),
+        "chip": device.name,
+        "clock_mhz": clock_hz / 1e6,
+        "step_rate_hz": step_rate,
+        "units": bundle.manifest.features.size,
+        "classes": bundle.manifest.readout.classes,
+        "memory_bits": cost["memory_bits"],
+        "cycles_per_frame": cost["cycles_per_step"],
+        "readout_cycles": cost["readout_cycles"],
+        "busy_fraction": busy,
+        "energy_basis": "45 nm per-op proxy (dynamic only)",
+        "energy_per_frame_nj": cost["step_pj"] * 1e-3,
+        "energy_per_inference_nj": (cost["step_pj"] * steps + cost["readout_pj"]) * 1e-3,
+        "steps_per_inference": steps,
+        "fits": miss is None,
+        "miss": miss,
     }
