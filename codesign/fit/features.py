@@ -24,7 +24,7 @@ from codesign.bundle.io import FeatureBundle, load_any_bundle, save_feature_bund
 from codesign.energy import access_pj, energy_add, energy_mult
 from codesign.fit.stages import SUMMARY, read_json, write_json
 from codesign.golden.features import run_features_ragged
-from codesign.hw.features import feature_cycles
+from codesign.hw.features import MAX_RTL_CHANNELS, feature_cycles
 from codesign.quant.features import fit_feature_bundle, quantize_series
 
 __all__ = [
@@ -178,7 +178,9 @@ def features_budget_stage(
     clock_hz = (clock_mhz or device.clock_mhz) * 1e6
     memory = device.sprams * 256 * 1024 + device.block_rams * 4096
     miss = None
-    if memory and cost["memory_bits"] > memory:
+    if bundle.manifest.features.channels > MAX_RTL_CHANNELS:
+        miss = f"{bundle.manifest.features.channels} channels: the accelerator sums at most {MAX_RTL_CHANNELS} per tap"
+    elif memory and cost["memory_bits"] > memory:
         miss = f"{cost['memory_bits']:,} memory bits exceed the {device.name}'s {memory:,}"
     elif step_rate and cost["cycles_per_step"] * step_rate > clock_hz:
         miss = (
@@ -298,7 +300,9 @@ def bank_report(
     memory = device.sprams * 256 * 1024 + device.block_rams * 4096
     busy = cost["cycles_per_step"] * step_rate / clock_hz if clock_hz else float("inf")
     miss = None
-    if memory and cost["memory_bits"] > memory:
+    if bundle.manifest.features.channels > MAX_RTL_CHANNELS:
+        miss = f"{bundle.manifest.features.channels} channels: the accelerator sums at most {MAX_RTL_CHANNELS} per tap"
+    elif memory and cost["memory_bits"] > memory:
         miss = f"{cost['memory_bits']:,} memory bits exceed the {device.name}'s {memory:,}"
     elif busy > 1:
         miss = f"{cost['cycles_per_step']:,} cycles per frame at {step_rate:g} frames/s exceed the {clock_hz / 1e6:g} MHz clock"
