@@ -46,7 +46,17 @@ FAST_RAMP = 0.05
 """Rail-to-rail ramp (ns) of the edges that only set a state up."""
 T_RISE, T_FALL, T_END = 1.0, 6.0, 11.0
 """Combinational arcs: the related input rises at T_RISE, falls at T_FALL; the run ends at T_END (ns)."""
-SEQ = {"load_rise": 0.3, "load_fall": 1.0, "d1": 1.5, "c1": 3.0, "c2": 6.0, "d2": 7.5, "c3": 9.0, "c4": 12.0, "end": 15.0}
+SEQ = {
+    "load_rise": 0.3,
+    "load_fall": 1.0,
+    "d1": 1.5,
+    "c1": 3.0,
+    "c2": 6.0,
+    "d2": 7.5,
+    "c3": 9.0,
+    "c4": 12.0,
+    "end": 15.0,
+}
 """Clocked stimulus (ns): a state-loading clock pulse, data up, clock up/down, data down, clock up/down."""
 SETUP_OFFSETS = (0.4, 0.25, 0.15, 0.1, 0.07, 0.05, 0.03, 0.01, -0.01, -0.03)
 """Data-to-clock offsets (ns, 50 % to 50 %) tried for the setup time, largest first."""
@@ -80,7 +90,9 @@ def _comb_instances(spec: CellSpec) -> tuple[list[Instance], list[dict]]:
     return insts, arcs
 
 
-def _arc_point(w: Waves, k: int, pin: str, out: str, rising_in: bool, slew: float, load: float, out_before: int):
+def _arc_point(
+    w: Waves, k: int, pin: str, out: str, rising_in: bool, slew: float, load: float, out_before: int
+):
     """Delay, transition and supply energy of the output edge caused by one input edge."""
     t0 = T_RISE if rising_in else T_FALL
     t1 = T_FALL if rising_in else T_END
@@ -149,7 +161,11 @@ def _seq_instances(spec: CellSpec) -> list[Instance]:
     insts = []
     for i, j in _grid():
         edges, start = _seq_edges(_ramp(SLEWS_NS[i]))
-        insts.append(Instance(f"clk:{i}:{j}", {c: 0, d: start}, {c: edges["clock"], d: edges["data"]}, {q: LOADS_PF[j]}))
+        insts.append(
+            Instance(
+                f"clk:{i}:{j}", {c: 0, d: start}, {c: edges["clock"], d: edges["data"]}, {q: LOADS_PF[j]}
+            )
+        )
     for i in range(len(SLEWS_NS)):
         edges, _ = _seq_edges(_ramp(SLEWS_NS[i]))
         # flop and latch: constant data 0 (the output stays low); clock gate: GATE low (gated)
@@ -174,7 +190,9 @@ def _setup_instances(spec: CellSpec) -> list[Instance]:
             clock += [Edge(SEQ["c1"], 1, ramp), Edge(SEQ["c2"], 0, ramp)]
             data = [Edge(t_c50 - off - FAST_RAMP / 2, 1 - start, FAST_RAMP)]
             tag = f"setup:{'rise' if up else 'fall'}:{n}"
-            out.append(Instance(tag, {c: 0, d: start}, {c: clock, d: data}, {q: LOADS_PF[len(LOADS_PF) // 2]}))
+            out.append(
+                Instance(tag, {c: 0, d: start}, {c: clock, d: data}, {q: LOADS_PF[len(LOADS_PF) // 2]})
+            )
     return out
 
 
@@ -229,7 +247,11 @@ def _clocked_arc(spec: CellSpec, w: Waves, index: dict[str, int], hidden: dict) 
     n = len(SLEWS_NS)
     tables = {key: [[0.0] * len(LOADS_PF) for _ in range(n)] for key in _TABLES}
     # flop / latch: Q rises after c1 and falls after c3; clock gate: GCLK follows c1 up and c2 down
-    edges = (("c1", "c2", True), ("c2", "d2", False)) if spec.kind == "clock_gate" else (("c1", "c2", True), ("c3", "c4", False))
+    edges = (
+        (("c1", "c2", True), ("c2", "d2", False))
+        if spec.kind == "clock_gate"
+        else (("c1", "c2", True), ("c3", "c4", False))
+    )
     for i, j in _grid():
         k = index[f"clk:{i}:{j}"]
         ramp = _ramp(SLEWS_NS[i])
@@ -240,7 +262,9 @@ def _clocked_arc(spec: CellSpec, w: Waves, index: dict[str, int], hidden: dict) 
             lo, hi = (SLEW_LOW, SLEW_HIGH) if up else (SLEW_HIGH, SLEW_LOW)
             tr = w.crossing(k, q, hi, up, t0) - w.crossing(k, q, lo, up, t0)
             if math.isnan(t50) or math.isnan(tr):
-                raise CodesignError(f"{spec.name}: {q} did not {'rise' if up else 'fall'} after the {c} edge at {t0} ns")
+                raise CodesignError(
+                    f"{spec.name}: {q} did not {'rise' if up else 'fall'} after the {c} edge at {t0} ns"
+                )
             edge = "rise" if up else "fall"
             energy = w.supply_energy(k, t0, t1)
             clock_hidden = hidden[f"{'rise' if clock_up else 'fall'}_energy_by_slew"][i]
@@ -260,7 +284,9 @@ def _hidden(spec: CellSpec, w: Waves, index: dict[str, int]) -> dict[str, dict]:
     for i in range(len(SLEWS_NS)):
         k = index[f"clkonly:{i}"]
         rise.append((w.supply_energy(k, SEQ["c1"], SEQ["c2"]) + w.supply_energy(k, SEQ["c3"], SEQ["c4"])) / 2)
-        fall.append((w.supply_energy(k, SEQ["c2"], SEQ["d2"]) + w.supply_energy(k, SEQ["c4"], SEQ["end"])) / 2)
+        fall.append(
+            (w.supply_energy(k, SEQ["c2"], SEQ["d2"]) + w.supply_energy(k, SEQ["c4"], SEQ["end"])) / 2
+        )
         q_up = w.source_charge(k, c, SEQ["c1"], SEQ["c2"])
         q_down = -w.source_charge(k, c, SEQ["c2"], SEQ["d2"])
         cap_c.append((q_up + q_down) / 2 / w.vdd)
@@ -271,7 +297,13 @@ def _hidden(spec: CellSpec, w: Waves, index: dict[str, int]) -> dict[str, dict]:
     q_up = w.source_charge(k, d, SEQ["d1"], SEQ["c1"])
     q_down = -w.source_charge(k, d, SEQ["d2"], SEQ["c3"])
     return {
-        c: {"capacitance": cap_c[mid], "rise_energy": rise[mid], "fall_energy": fall[mid], "rise_energy_by_slew": rise, "fall_energy_by_slew": fall},
+        c: {
+            "capacitance": cap_c[mid],
+            "rise_energy": rise[mid],
+            "fall_energy": fall[mid],
+            "rise_energy_by_slew": rise,
+            "fall_energy_by_slew": fall,
+        },
         d: {"capacitance": (q_up + q_down) / 2 / w.vdd, "rise_energy": d_rise, "fall_energy": d_fall},
     }
 
@@ -291,7 +323,9 @@ def _setup(spec: CellSpec, w: Waves, index: dict[str, int], arc: dict) -> dict[s
                 break
             passed = off
         if passed is None:
-            raise CodesignError(f"{spec.name}: no data-to-clock offset up to {SETUP_OFFSETS[0]} ns latched the data")
+            raise CodesignError(
+                f"{spec.name}: no data-to-clock offset up to {SETUP_OFFSETS[0]} ns latched the data"
+            )
         out[edge] = passed
     return out
 
@@ -302,7 +336,12 @@ def _seq_results(spec: CellSpec, w: Waves, insts: list[Instance], vdd: float) ->
     arcs = [_clocked_arc(spec, w, index, hidden[spec.clock])]
     pins = hidden
     if spec.kind == "latch":
-        transparent = {"pin": spec.data, "output": spec.state_out, "when": {spec.clock: 1}, "sense": "positive_unate"}
+        transparent = {
+            "pin": spec.data,
+            "output": spec.state_out,
+            "when": {spec.clock: 1},
+            "sense": "positive_unate",
+        }
         _comb_arcs(spec_with_output(spec), w, insts, [transparent], vdd)
         arcs.append(transparent)
     return {"arcs": arcs, "pins": pins}
@@ -327,14 +366,30 @@ def characterise_cell(name: str, corner: Corner, keep_dir: Path | None = None) -
     w = run_instances(spec.lib_name, spice, insts, corner, stop_ns=stop, keep_dir=keep_dir)
     if spec.kind == "flop":
         setup_insts = _setup_instances(spec)
-        setup_w = run_instances(spec.lib_name, spice, setup_insts, corner, stop_ns=SEQ["c2"], keep_dir=keep_dir)
+        setup_w = run_instances(
+            spec.lib_name, spice, setup_insts, corner, stop_ns=SEQ["c2"], keep_dir=keep_dir, name="setup"
+        )
     leak_insts = _leak_instances(spec)
-    leak_w = run_instances(spec.lib_name, spice, leak_insts, corner, stop_ns=LEAK_STOP_NS, step_ns=0.0, keep_dir=keep_dir)
+    leak_w = run_instances(
+        spec.lib_name,
+        spice,
+        leak_insts,
+        corner,
+        stop_ns=LEAK_STOP_NS,
+        step_ns=0.0,
+        keep_dir=keep_dir,
+        name="leak",
+    )
     out = {
         "cell": name,
         "kind": spec.kind,
         "area": cell_area(name),
-        "corner": {"name": corner.name, "process": corner.process, "vdd": corner.vdd, "temp_c": corner.temp_c},
+        "corner": {
+            "name": corner.name,
+            "process": corner.process,
+            "vdd": corner.vdd,
+            "temp_c": corner.temp_c,
+        },
         "slews": list(SLEWS_NS),
         "loads": list(LOADS_PF),
         "inputs": list(spec.inputs),
@@ -346,7 +401,9 @@ def characterise_cell(name: str, corner: Corner, keep_dir: Path | None = None) -
     else:
         out |= _seq_results(spec, w, insts, corner.vdd)
         if spec.kind == "flop":
-            out["setup"] = _setup(spec, setup_w, {i.tag: k for k, i in enumerate(setup_insts)}, out["arcs"][0])
+            out["setup"] = _setup(
+                spec, setup_w, {i.tag: k for k, i in enumerate(setup_insts)}, out["arcs"][0]
+            )
     out["leakage"] = _leakage(spec, leak_w, leak_insts)
     out["leakage_mean"] = sum(r["power"] for r in out["leakage"]) / len(out["leakage"])
     return out

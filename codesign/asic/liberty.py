@@ -63,7 +63,9 @@ def _header(c: Corner, slews: list[float], loads: list[float]) -> list[str]:
     for group, name in (("lu_table_template", "delay_3x3"), ("power_lut_template", "energy_3x3")):
         lines += [
             f"  {group} ({name}) {{",
-            "    variable_1 : input_transition_time;" if group == "power_lut_template" else "    variable_1 : input_net_transition;",
+            "    variable_1 : input_transition_time;"
+            if group == "power_lut_template"
+            else "    variable_1 : input_net_transition;",
             "    variable_2 : total_output_net_capacitance;",
             f'    index_1 ("{idx1}");',
             f'    index_2 ("{idx2}");',
@@ -82,7 +84,9 @@ def _leakage(rec: dict) -> list[str]:
         by_inputs.setdefault(_when(row["inputs"]), []).append(row["power"])
     lines = [f"    cell_leakage_power : {_num(rec['leakage_mean'] * _PW)};"]
     for when, powers in by_inputs.items():
-        lines.append(f'    leakage_power () {{ when : "{when}"; value : {_num(sum(powers) / len(powers) * _PW)}; }}')
+        lines.append(
+            f'    leakage_power () {{ when : "{when}"; value : {_num(sum(powers) / len(powers) * _PW)}; }}'
+        )
     return lines
 
 
@@ -101,7 +105,11 @@ def _arc_lines(arc: dict) -> list[str]:
 
 
 def _input_pin(name: str, pin: dict, extra: list[str]) -> list[str]:
-    lines = [f"    pin ({name}) {{", "      direction : input;", f"      capacitance : {_num(pin['capacitance'])};"]
+    lines = [
+        f"    pin ({name}) {{",
+        "      direction : input;",
+        f"      capacitance : {_num(pin['capacitance'])};",
+    ]
     lines += extra
     if "rise_energy" in pin:
         lines += ["      internal_power () {"]
