@@ -53,6 +53,15 @@ def _register_analog() -> None:
 _register_analog()
 
 
+def _register_asic() -> None:
+    from codesign.asic.commands import register
+
+    register(app, user_errors)
+
+
+_register_asic()
+
+
 def _register_flow() -> None:
     from codesign.flow.commands import register
 
