@@ -1141,7 +1141,7 @@ if __name__ == "__main__":
 FLOW: dict[str, tuple[str, ...]] = {
     "Start here": ("doctor", "demo", "flow"),
     "Model": ("spoken-digits", "train", "fit", "eval", "quantize", "sweep", "export", "inspect", "repro"),
-    "Hardware": ("rtl", "synth", "board", "area", "analog"),
+    "Hardware": ("rtl", "synth", "board", "area", "asic", "asic-cells", "analog"),
     "Verification": ("sim", "golden", "random-bundle", "bench", "analog-check", "analog-eval"),
     "Analysis": ("report", "margin", "report-cells", "explore", "ladder"),
 }
