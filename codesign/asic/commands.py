@@ -92,6 +92,12 @@ def asic_cells(
     json_path: Annotated[
         Path | None, typer.Option("--json", help="write every cell's measurements here")
     ] = None,
+    validate: Annotated[
+        Path | None,
+        typer.Option(
+            "--validate", help="run the validation chains of the combinational cells; write their table here"
+        ),
+    ] = None,
 ) -> None:
     """Characterise the sky130_fd_sc_hd cells in ngspice and write their Liberty file (cached)."""
     from codesign.asic import library, pdk
@@ -107,6 +113,21 @@ def asic_cells(
         print(f"copied to {out}")
     if json_path is not None:
         write_text(json_path, json.dumps(records, indent=1) + "\n")
+    if validate is not None:
+        _validate(records, c, validate)
+
+
+def _validate(records: list[dict], c, out: Path) -> None:
+    from codesign.asic.validate import validate_cell, validation_table, worst_error
+
+    results = [validate_cell(r, c) for r in records if r["kind"] == "comb"]
+    table = validation_table(results)
+    write_text(out, f"Characterised tables against direct ngspice chains at {c.label}:\n\n" + table)
+    print(table)
+    worst = worst_error(results)
+    print(f"largest difference: {worst:.1f} % (target 5 %); table: {out}")
+    if worst > 5.0:
+        raise typer.Exit(1)
 
 
 def asic(

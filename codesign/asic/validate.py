@@ -15,7 +15,7 @@ and supply energy per clocked edge are compared the same way.
 
 from __future__ import annotations
 
-__all__ = ["validate_cell", "validation_table"]
+__all__ = ["validate_cell", "validation_table", "worst_error"]
 
 import math
 
@@ -121,7 +121,12 @@ def _comb_leakage(rec: dict, c: Corner) -> list[dict]:
         body, names = _chain(rec, c.vdd, "lvl")
         body.append(f"vl lvl 0 {level * c.vdd:g}")
         deck = _deck(
-            c, {rec["cell"]}, body, f"tran 1n {ch.LEAK_STOP_NS:g}n", ["i(vdd1)", "i(vdd2)", "i(vdd3)"], True
+            c,
+            {rec["cell"]},
+            body,
+            f"tran {ch.LEAK_STOP_NS / 1000:g}n {ch.LEAK_STOP_NS:g}n",
+            ["i(vdd1)", "i(vdd2)", "i(vdd3)"],
+            True,
         )
         tab = run_deck(deck, outputs=["tran"], timeout=900, name=f"leak_{rec['cell']}").tables["tran"]
         measured = -sum(tab[f"i(vdd{k})"][-1] for k in (1, 2, 3)) * c.vdd
@@ -174,3 +179,15 @@ def validation_table(results: list[dict]) -> str:
                 f"| {_err(row['predicted'], row['measured']):+.1f} |"
             )
     return "\n".join(lines) + "\n"
+
+
+def worst_error(results: list[dict]) -> float:
+    """The largest absolute difference in % over every delay, transition, energy and leakage."""
+    errs = [
+        abs(_err(e["predicted"][k], e["measured"][k]))
+        for r in results
+        for e in r["edges"]
+        for k in e["measured"]
+    ]
+    errs += [abs(_err(row["predicted"], row["measured"])) for r in results for row in r["leakage"]]
+    return max(errs, default=0.0)
