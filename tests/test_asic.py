@@ -182,3 +182,56 @@ def test_asic_command_names_a_missing_build(tmp_path) -> None:
     result = CliRunner().invoke(app, ["asic", str(tmp_path), "--corner", "slow"])
     assert result.exit_code == 2
     assert "unknown corner 'slow'" in result.output
+
+
+def test_memory_macros_are_ports_of_the_timing_and_counted_by_bits() -> None:
+    from codesign.asic.synth import _memories
+
+    netlist = {
+        "modules": {
+            "top": {
+                "ports": {
+                    "clk": {"direction": "input", "bits": [2]},
+                    "y": {"direction": "output", "bits": [7]},
+                },
+                "cells": {
+                    "mem": {
+                        "type": sta.MEMORY_CELL,
+                        "parameters": {
+                            "SIZE": "00000000000000000000000000010000",
+                            "WIDTH": 8,
+                            "MEMID": "\\store",
+                        },
+                        "connections": {"RD_DATA": [5, 6], "WR_DATA": [7, "0"], "RD_CLK": [2]},
+                    },
+                    "g": {"type": "sky130_fd_sc_hd__nand2_1", "connections": {"A": [5], "B": [6], "Y": [7]}},
+                },
+            }
+        }
+    }
+    net = sta.Netlist.from_yosys(netlist, "top")
+    assert {5, 6} <= net.inputs and {7, 2} <= net.outputs
+    assert _memories(net) == [
+        {"name": "store", "depth": 16, "width": 8, "bits": 128, "read_ports": 0, "write_ports": 0}
+    ]
+    records = {"nand2_1": _record("nand2_1")}
+    result = sta.critical_path(net, records)
+    # the later arc (pin B, base 0.1 ns); the macro's write data pin is no characterised load
+    assert result["delay_ns"] == pytest.approx(0.1 + 0.1 * sta.INPUT_SLEW_NS)
+    assert result["endpoint"] == "primary output"
+
+
+def test_every_power_line_names_its_basis_and_clock() -> None:
+    from codesign.asic.commands import asic_lines
+
+    report = {
+        "basis": "sky130 gate-level tt 1.8 V 25 C",
+        "clock": {"mhz": 12.0, "per_cycle_pj": 1.5, "clocked_cells": 10, "power_w": 1.8e-5},
+        "leakage_w": 2e-9,
+        "idle_power_w": {"clock running": 1.8e-5, "clock gated": 2e-9},
+        "wire_load_pf_per_sink": 0.002,
+    }
+    for line in asic_lines(report):
+        if "W" in line or "pJ" in line:
+            assert "sky130 gate-level tt 1.8 V 25 C" in line
+    assert any("12 MHz" in line and "clock gated" in line for line in asic_lines(report))
