@@ -235,3 +235,23 @@ def test_every_power_line_names_its_basis_and_clock() -> None:
         if "W" in line or "pJ" in line:
             assert "sky130 gate-level tt 1.8 V 25 C" in line
     assert any("12 MHz" in line and "clock gated" in line for line in asic_lines(report))
+
+
+def test_a_net_of_high_fanout_is_timed_through_a_buffer_tree() -> None:
+    records = {n: _record(n) for n in ("inv_1", "buf_1", "dfxtp_1")}
+    sinks = 20  # flop f0 drives 20 inverters: one level of ceil(20 / 8) = 3 buffers
+    cells = {"f0": ("sky130_fd_sc_hd__dfxtp_1", {"CLK": 1, "D": 2, "Q": 10})}
+    for k in range(sinks):
+        cells[f"i{k}"] = ("sky130_fd_sc_hd__inv_1", {"A": 10, "Y": 100 + k})
+    result = sta.critical_path(
+        sta.Netlist(cells, inputs={1, 2}, outputs={100 + k for k in range(sinks)}), records
+    )
+    assert result["buffers"] == 3
+    pin = 0.002 + sta.WIRE_PF_PER_SINK
+    t = 0.2 + 0.1 * sta.CLOCK_SLEW_NS + 2.0 * (3 * pin)  # clock-to-Q into three buffer inputs
+    s = 0.02 + 0.2 * sta.CLOCK_SLEW_NS + 4.0 * (3 * pin)
+    leaf = sinks * pin / 3  # each buffer drives a third of the sinks
+    t += 0.05 + 0.1 * s + 2.0 * leaf
+    s = 0.02 + 0.2 * s + 4.0 * leaf
+    t += 0.05 + 0.1 * s  # the inverter into a primary output (no pin load)
+    assert result["delay_ns"] == pytest.approx(t)

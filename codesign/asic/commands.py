@@ -62,7 +62,20 @@ def asic_table(report: dict) -> Table:
     table.add_column("area um^2", justify="right")
     for cell, n in report["cells"].items():
         table.add_row(cell, str(n), f"{report['area_by_cell_um2'][cell]:.0f}")
-    table.add_row("total", str(report["cell_count"]), f"{report['area_um2']:.0f}", style="bold")
+    trees = report["buffer_trees"]
+    table.add_row(
+        f"buf_1 (trees on nets over {trees['max_fanout']} pins, estimated)",
+        str(trees["buffers"]),
+        f"{trees['area_um2']:.0f}",
+    )
+    table.add_row(
+        f"memory bits ({report['memory_bits']}: dlxtp_1 + mux2_1 each)",
+        "",
+        f"{report['memory_area_um2']:.0f}",
+    )
+    table.add_row(
+        "total", str(report["cell_count"] + trees["buffers"]), f"{report['area_um2']:.0f}", style="bold"
+    )
     return table
 
 

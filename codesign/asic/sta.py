@@ -6,7 +6,9 @@ propagate through the combinational cells in topological order, rise and fall ap
 arcs' unateness; the tables are interpolated (and extrapolated) bilinearly in input transition and
 load. Start points are the primary inputs (arrival 0, transition :data:`INPUT_SLEW_NS`) and the
 flip-flops' outputs (clock-to-Q with an ideal clock of transition :data:`CLOCK_SLEW_NS`); end
-points are the flip-flops' data pins (plus their setup time) and the primary outputs. Memory
+points are the flip-flops' data pins (plus their setup time) and the primary outputs. A net with
+more than :data:`MAX_FANOUT` pins is timed through a balanced ``buf_1`` tree (its buffers are
+counted in the result). Memory
 macros count as primary ports: their read data start paths, their inputs end them. The
 critical path is the latest end point; Fmax is its inverse. No clock skew, no wire delay.
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 __all__ = ["CLOCK_SLEW_NS", "INPUT_SLEW_NS", "WIRE_PF_PER_SINK", "Netlist", "critical_path", "interpolate"]
 
 import bisect
+import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -26,6 +29,9 @@ MEMORY_CELL = "$__codesign_memory"
 """The cell type the memories keep in the mapped netlist (see :mod:`codesign.asic.synth`)."""
 WIRE_PF_PER_SINK = 0.002
 """Wire-load model: 2 fF of wire per driven input pin (about 10-20 um of sky130 metal 1-2)."""
+MAX_FANOUT = 8
+"""A net with more input pins than this is timed as a balanced tree of ``buf_1`` of this fan-out,
+as a placed flow buffers it; without a tree a drive-1 cell sees nanoseconds of load."""
 INPUT_SLEW_NS = 0.1
 """Transition of the primary inputs."""
 CLOCK_SLEW_NS = 0.1
@@ -81,9 +87,52 @@ class Netlist:
         return cls(cells, ins, outs, macros)
 
 
-def _loads(net: Netlist, records: dict[str, dict]) -> tuple[dict, dict]:
-    """Per net bit: the driving (cell, pin) and the total load in pF."""
-    driver, load = {}, defaultdict(float)
+class _Trees:
+    """The buffer trees of the nets with more than :data:`MAX_FANOUT` sinks (none without ``buf_1``)."""
+
+    def __init__(self, sinks: dict, load: dict, records: dict[str, dict]) -> None:
+        self.buf = records.get("buf_1")
+        self.load = load
+        self.levels: dict = {}  # bit -> [(buffers, load each drives)], from the driver's side
+        if self.buf is None:
+            return
+        c_in = self.buf["pins"]["A"]["capacitance"] + WIRE_PF_PER_SINK
+        for bit, n in sinks.items():
+            if n <= MAX_FANOUT:
+                continue
+            counts = [math.ceil(n / MAX_FANOUT)]
+            while counts[-1] > MAX_FANOUT:
+                counts.append(math.ceil(counts[-1] / MAX_FANOUT))
+            counts.reverse()  # top level first; the last level drives the sinks
+            per = [
+                min(MAX_FANOUT, math.ceil(nxt / cnt)) * c_in
+                for cnt, nxt in zip(counts, counts[1:], strict=False)
+            ]
+            self.levels[bit] = list(zip(counts, [*per, load[bit] / counts[-1]], strict=True))
+
+    @property
+    def buffers(self) -> int:
+        return sum(cnt for levels in self.levels.values() for cnt, _ in levels)
+
+    def driver_load(self, bit) -> float:
+        levels = self.levels.get(bit)
+        if not levels:
+            return self.load[bit]
+        return levels[0][0] * (self.buf["pins"]["A"]["capacitance"] + WIRE_PF_PER_SINK)
+
+    def through(self, bit, edge: str, t: float, slew: float) -> tuple[float, float]:
+        """Arrival and transition at the sinks of ``bit`` for an edge leaving its driver at ``t``."""
+        arc = self.buf["arcs"][0] if self.buf else None
+        for _, load in self.levels.get(bit, []):
+            xs, ys = self.buf["slews"], self.buf["loads"]
+            t += interpolate(arc[f"cell_{edge}"], xs, ys, slew, load)
+            slew = interpolate(arc[f"{edge}_transition"], xs, ys, slew, load)
+        return t, slew
+
+
+def _loads(net: Netlist, records: dict[str, dict]) -> tuple[dict, dict, dict]:
+    """Per net bit: the driving (cell, pin), the total load in pF and the number of sinks."""
+    driver, load, sinks = {}, defaultdict(float), defaultdict(int)
     for name, (ctype, conns) in net.cells.items():
         rec = records.get(ctype.removeprefix(PREFIX))
         if rec is None:
@@ -95,7 +144,8 @@ def _loads(net: Netlist, records: dict[str, dict]) -> tuple[dict, dict]:
                 driver[bit] = (name, pin)
             elif isinstance(bit, int):
                 load[bit] += rec["pins"][pin]["capacitance"] + WIRE_PF_PER_SINK
-    return driver, load
+                sinks[bit] += 1
+    return driver, load, sinks
 
 
 def _order(net: Netlist, records: dict[str, dict], driver: dict) -> list[str]:
@@ -158,10 +208,13 @@ def _through(rec: dict, arc: dict, a_in: dict, load: float) -> dict:
 
 def critical_path(net: Netlist, records: dict[str, dict]) -> dict:
     """The latest end point: delay (ns), Fmax (MHz), its kind and the cells along the path."""
-    driver, load = _loads(net, records)
+    driver, load, sinks = _loads(net, records)
+    trees = _Trees(sinks, load, records)
     arrival: dict[int | str, dict] = {}  # bit -> edge -> (time, transition, from-edge, from-bit, cell)
     for bit in net.inputs:
-        arrival[bit] = {e: (0.0, INPUT_SLEW_NS, None, None, "input") for e in ("rise", "fall")}
+        arrival[bit] = {
+            e: (*trees.through(bit, e, 0.0, INPUT_SLEW_NS), None, None, "input") for e in ("rise", "fall")
+        }
     setups = {}
     for name, (ctype, conns) in net.cells.items():
         rec = records[ctype.removeprefix(PREFIX)]
@@ -170,8 +223,10 @@ def critical_path(net: Netlist, records: dict[str, dict]) -> dict:
         arc = rec["arcs"][0]
         q = conns.get(arc["output"])
         if q is not None:
-            res = _through(rec, arc, {e: (0.0, CLOCK_SLEW_NS) for e in ("rise", "fall")}, load[q])
-            arrival[q] = {e: (t, s, None, None, name) for e, (t, s, _) in res.items()}
+            res = _through(
+                rec, arc, {e: (0.0, CLOCK_SLEW_NS) for e in ("rise", "fall")}, trees.driver_load(q)
+            )
+            arrival[q] = {e: (*trees.through(q, e, t, s), None, None, name) for e, (t, s, _) in res.items()}
         for pin in rec["inputs"]:
             if pin != arc["pin"]:
                 setups[(name, pin)] = max(rec.get("setup", {"rise": 0.0, "fall": 0.0}).values())
@@ -182,10 +237,13 @@ def critical_path(net: Netlist, records: dict[str, dict]) -> dict:
             src_bit, dst = conns.get(arc["pin"]), conns.get(arc["output"])
             if dst is None or src_bit not in arrival:
                 continue
-            for edge, (t, s, from_edge) in _through(rec, arc, arrival[src_bit], load[dst]).items():
+            for edge, (t0, s0, from_edge) in _through(
+                rec, arc, arrival[src_bit], trees.driver_load(dst)
+            ).items():
+                t, s = trees.through(dst, edge, t0, s0)
                 if edge not in arrival.get(dst, {}) or t > arrival[dst][edge][0]:
                     arrival.setdefault(dst, {})[edge] = (t, s, from_edge, src_bit, name)
-    return _worst(net, arrival, setups)
+    return _worst(net, arrival, setups) | {"buffers": trees.buffers, "max_fanout": MAX_FANOUT}
 
 
 def _worst(net: Netlist, arrival: dict, setups: dict) -> dict:

@@ -16,7 +16,8 @@ The memories are counted as :mod:`codesign.fpga.area` counts them (sky130 ships 
 per bit, one ``dlxtp_1`` latch and one ``mux2_1`` of the read tree, here with the characterised
 area and leakage of those two cells; their ports are timing start and end points (no access
 time). The report (``asic.json``) gives the cells by type, their area (LEF sizes), leakage (each
-cell's mean over its characterised states), the critical path and Fmax from :mod:`codesign.asic.sta`,
+cell's mean over its characterised states), the critical path and Fmax from :mod:`codesign.asic.sta`
+(whose ``buf_1`` trees on nets of high fan-out are counted in the area and leakage),
 and the clock's share of the power: every flip-flop's clock-pin energy per cycle (rise and fall
 edges that change no output) plus the clock net's ``C * VDD^2``, at the given clock. Data-driven
 switching is not in these figures: it needs the activity of a gate-level simulation.
@@ -149,9 +150,9 @@ def _figures(work: Path, records: dict[str, dict], c: pdk.Corner, clock_mhz: flo
     module = netlist["modules"]["accelerator"]
     net = sta.Netlist.from_yosys(netlist, "accelerator")
     counts = Counter(t.removeprefix(PREFIX) for t, _ in net.cells.values())
-    missing = [t for t in MEMORY_BIT_CELLS if t not in records]
+    missing = [t for t in (*MEMORY_BIT_CELLS, "buf_1") if t not in records]
     if missing:
-        raise CodesignError(f"the library lacks {missing[0]}, which the memory model counts per bit")
+        raise CodesignError(f"the library lacks {missing[0]}, which the memory and buffer models count")
     unknown = sorted(t for t in counts if t not in records)
     if unknown:
         raise CodesignError(f"mapped netlist uses {unknown[0]}, which the library does not characterise")
@@ -165,12 +166,20 @@ def _figures(work: Path, records: dict[str, dict], c: pdk.Corner, clock_mhz: flo
     clock_bits = set(port["bits"]) if port else set()
     timing = sta.critical_path(net, records)
     clock = _clock_power(net, records, c.vdd, clock_bits)
-    leakage_w = sum(leak.values()) + mem_leak
+    buffers = timing["buffers"]
+    buf_area, buf_leak = buffers * records["buf_1"]["area"], buffers * records["buf_1"]["leakage_mean"]
+    leakage_w = sum(leak.values()) + mem_leak + buf_leak
     clock_w = clock["per_cycle_pj"] * 1e-12 * clock_mhz * 1e6
     return {
         "cells": dict(sorted(counts.items())),
         "cell_count": sum(counts.values()),
-        "area_um2": sum(area.values()) + mem_area,
+        "area_um2": sum(area.values()) + mem_area + buf_area,
+        "buffer_trees": {
+            "buffers": buffers,
+            "area_um2": buf_area,
+            "leakage_w": buf_leak,
+            "max_fanout": sta.MAX_FANOUT,
+        },
         "logic_area_um2": sum(area.values()),
         "memories": memories,
         "memory_bits": bits,
