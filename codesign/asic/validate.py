@@ -6,7 +6,8 @@ side inputs at the first arc's sensitising values. Copy 2's input transition (se
 by a ramp), its delay, output transition and supply energy per edge are measured and compared with
 the tables interpolated at that transition and at three times the related pin's capacitance
 (the load is real gate capacitance, not a linear capacitor). The chain's leakage in both input
-states is compared with the sum of each copy's characterised leakage in its state.
+states (its operating point: a combinational chain has one) is compared with the sum of each
+copy's characterised leakage in its state.
 
 For the flip-flop: the clock reaches the flop under test through two ``inv_1`` (a real clock
 edge), its output drives the data pins of three more flops; clock-to-Q delay, output transition
@@ -124,12 +125,12 @@ def _comb_leakage(rec: dict, c: Corner) -> list[dict]:
             c,
             {rec["cell"]},
             body,
-            f"tran {ch.LEAK_STOP_NS / 1000:g}n {ch.LEAK_STOP_NS:g}n",
+            "op",
             ["i(vdd1)", "i(vdd2)", "i(vdd3)"],
             True,
         )
         tab = run_deck(deck, outputs=["tran"], timeout=900, name=f"leak_{rec['cell']}").tables["tran"]
-        measured = -sum(tab[f"i(vdd{k})"][-1] for k in (1, 2, 3)) * c.vdd
+        measured = -sum(tab[f"i(vdd{k})"][0] for k in (1, 2, 3)) * c.vdd
         predicted, v = 0.0, level
         by_state = {tuple(r["inputs"].values()): r["power"] for r in rec["leakage"]}
         for k, _ in enumerate(names):
