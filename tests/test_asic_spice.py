@@ -43,3 +43,41 @@ def test_nand2_tables_are_physical(nand2) -> None:
 def test_nand2_tables_agree_with_a_direct_chain(nand2) -> None:
     result = validate_cell(nand2, pdk.corner("tt"))
     assert failures([result]) == []
+
+
+def test_asic_command_on_a_random_build(tmp_path) -> None:
+    """`codesign asic` end to end: every total of the report is the sum of its parts, each power
+    figure is the characterised cells' (the library is characterised first when not cached)."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from codesign.asic import library
+    from codesign.cli import app
+
+    runner = CliRunner()
+
+    def invoke(*args):
+        return runner.invoke(app, [str(a) for a in args], catch_exceptions=False)
+
+    assert invoke("random-bundle", "--out", tmp_path / "b", "--d", "4", "--inputs", "3").exit_code == 0
+    assert invoke("rtl", tmp_path / "b", "--out", tmp_path / "r", "--lanes", "1").exit_code == 0
+    res = invoke("asic", tmp_path / "r", "--clock", "20", "--json", tmp_path / "asic.json")
+    assert res.exit_code == 0, res.output
+    assert "sky130 gate-level tt 1.8 V 25 C" in res.output
+    report = json.loads((tmp_path / "asic.json").read_text())
+    records = {r["cell"]: r for r in library.load_records(pdk.corner("tt"))}
+    assert report["cell_count"] == sum(report["cells"].values()) > 0
+    assert report["flops"] == report["cells"].get("dfxtp_1", 0) > 0
+    logic = sum(n * records[c]["area"] for c, n in report["cells"].items())
+    assert report["logic_area_um2"] == pytest.approx(logic)
+    trees = report["buffer_trees"]
+    assert report["area_um2"] == pytest.approx(logic + report["memory_area_um2"] + trees["area_um2"])
+    leak = sum(n * records[c]["leakage_mean"] for c, n in report["cells"].items())
+    assert report["leakage_w"] == pytest.approx(leak + report["memory_leakage_w"] + trees["leakage_w"])
+    clock = records["dfxtp_1"]["pins"]["CLK"]
+    per_flop = clock["rise_energy"] + clock["fall_energy"]
+    assert report["clock"]["pins_pj"] == pytest.approx(report["flops"] * per_flop)
+    assert report["clock"]["power_w"] == pytest.approx(report["clock"]["per_cycle_pj"] * 1e-12 * 20e6)
+    assert report["idle_power_w"]["clock gated"] == pytest.approx(report["leakage_w"])
+    assert report["timing"]["fmax_mhz"] > 20 and report["timing_met"]
