@@ -133,7 +133,7 @@ def asic_cells(
 def _validate(records: list[dict], c, out: Path) -> None:
     from codesign.asic.validate import failures, validate_cell, validation_table
 
-    results = [validate_cell(r, c) for r in records if r["kind"] == "comb"]
+    results = [validate_cell(r, c) for r in records if r["kind"] == "comb" or r["cell"] == "dfxtp_1"]
     table = validation_table(results)
     write_text(out, f"Characterised tables against direct ngspice chains at {c.label}:\n\n" + table)
     print(table)

@@ -142,10 +142,40 @@ def _comb_leakage(rec: dict, c: Corner) -> list[dict]:
     return rows
 
 
+def _flop(rec: dict, c: Corner) -> dict:
+    """The flip-flop clocked through two ``inv_1``, its Q on the D pins of three more flops."""
+    s, vdd = ch.SEQ, c.vdd
+    ramp = DRIVE_SLEW_NS * RAMP_PER_SLEW
+    clock = [(s["load_rise"], 1), (s["load_fall"], 0), (s["c1"], 1), (s["c2"], 0), (s["c3"], 1), (s["c4"], 0)]
+    pts, level = ["0 0"], 0
+    for t, new in clock:
+        pts += [f"{t}n {level * vdd:g}", f"{t + ramp}n {new * vdd:g}"]
+        level = new
+    body = [f"vdd{k} vdd{k} 0 {vdd:g}" for k in (1, 2, 3)] + ["vlo lo 0 0", f"vclk a 0 PWL({' '.join(pts)})"]
+    d = f"vd d 0 PWL(0 0 {s['d1']}n 0 {s['d1'] + 0.05}n {vdd:g} {s['d2']}n {vdd:g} {s['d2'] + 0.05}n 0)"
+    body += [
+        d,
+        _inst("i1", "inv_1", {"A": "a", "Y": "ckb"}, "vdd1"),
+        _inst("i2", "inv_1", {"A": "ckb", "Y": "n1"}, "vdd1"),
+    ]
+    body.append(_inst("dut", "dfxtp_1", {"CLK": "n1", "D": "d", "Q": "n2"}, "vdd2"))
+    body += [_inst(f"f{k}", "dfxtp_1", {"CLK": "lo", "D": "n2", "Q": f"q{k}"}, "vdd3") for k in range(FANOUT)]
+    deck = _deck(
+        c, {"inv_1", "dfxtp_1"}, body, f"tran 0.02n {s['end']}n 0 0.02n", ["v(n1)", "v(n2)", "i(vdd2)"], False
+    )
+    tab = run_deck(deck, outputs=["tran"], timeout=900, name="validate_dfxtp_1").tables["tran"]
+    w = Waves(tab["scale"] * 1e9, tab, vdd)
+    load = FANOUT * rec["pins"]["D"]["capacitance"]
+    edges = [_edge_check(rec, w, s["c1"], s["c2"], load), _edge_check(rec, w, s["c3"], s["c4"], load)]
+    return {"cell": rec["cell"], "edges": edges, "leakage": []}
+
+
 def validate_cell(rec: dict, c: Corner) -> dict:
-    """Measured and predicted figures of one combinational cell (see the module docstring)."""
+    """Measured and predicted figures of one combinational cell or the flip-flop (see the module docstring)."""
+    if rec["cell"] == "dfxtp_1":
+        return _flop(rec, c)
     if rec["kind"] != "comb":
-        raise ValueError(f"{rec['cell']}: only combinational cells are validated in a chain")
+        raise ValueError(f"{rec['cell']}: only combinational cells and dfxtp_1 are validated in a chain")
     return _comb(rec, c)
 
 
@@ -205,7 +235,10 @@ def validation_table(results: list[dict]) -> str:
     for r in results:
         p, m = _cycle(r, "predicted"), _cycle(r, "measured")
         row = f"| {r['cell']} | {p * 1e3:.2f} / {m * 1e3:.2f} | {_err(p, m):+.1f} "
-        for leak in r["leakage"]:
+        for leak in r["leakage"] or [None, None]:
+            if leak is None:
+                row += "| - | - "
+                continue
             row += f"| {leak['predicted'] * 1e12:.2f} / {leak['measured'] * 1e12:.2f} | {_err(leak['predicted'], leak['measured']):+.1f} "
         row += f"| {'yes' if all(c[3] for c in checks(r)) else 'no'} |"
         lines.append(row)
