@@ -11,7 +11,7 @@ unexport VERILATOR_ROOT
 LINT_PATHS := $(wildcard codesign tests verification examples)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup demo test test-long sim sim-netlist formal rtl analog bench fpga report docs lint doctor clean
+.PHONY: help setup demo test test-long sim sim-netlist formal rtl analog asic-cells bench fpga report docs lint doctor clean
 
 help: ## list the targets
 	@echo "Targets:"
@@ -54,6 +54,11 @@ rtl: setup ## regenerate the committed Verilog of the reference bundles (rtl/)
 
 analog: setup ## long analog characterisation (ngspice, sky130): report in analog/report/
 	$(VENV)/bin/codesign analog-check --out analog/report --netlists analog/netlists
+
+ASIC_CORNER ?= tt
+ASIC_WORKERS ?= 2
+asic-cells: setup ## sky130 cells characterised in ngspice -> Liberty (cached), their table and the validation chains in docs/asic/ (ASIC_CORNER, ASIC_WORKERS)
+	$(VENV)/bin/codesign asic-cells --corner $(ASIC_CORNER) --workers $(ASIC_WORKERS) --json docs/asic/cells_$(ASIC_CORNER).json --validate docs/asic/validation_$(ASIC_CORNER).md
 
 bench: setup ## scan and cell speed figures as JSON (installs the mingru-pytorch comparison first)
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[bench]'

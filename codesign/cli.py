@@ -53,6 +53,15 @@ def _register_analog() -> None:
 _register_analog()
 
 
+def _register_asic() -> None:
+    from codesign.asic.commands import register
+
+    register(app, user_errors)
+
+
+_register_asic()
+
+
 def _register_flow() -> None:
     from codesign.flow.commands import register
 
@@ -1266,7 +1275,7 @@ if __name__ == "__main__":
 FLOW: dict[str, tuple[str, ...]] = {
     "Start here": ("doctor", "demo", "flow"),
     "Model": ("spoken-digits", "train", "fit", "eval", "quantize", "sweep", "export", "inspect", "repro"),
-    "Hardware": ("rtl", "synth", "board", "area", "analog"),
+    "Hardware": ("rtl", "synth", "board", "area", "asic", "asic-cells", "analog"),
     "Verification": (
         "sim",
         "prove",
