@@ -129,6 +129,23 @@ def parse_manifest(data: object, path: Path | None = None) -> Manifest:
     return manifest
 
 
+def checked_array(
+    name: str, value: object, shape: tuple[int, ...], bounds: tuple[int, int], path: Path | None
+) -> np.ndarray:
+    """``value`` as int64 after its dtype (integers only), shape and range are checked."""
+    arr = np.asarray(value)
+    if arr.dtype.kind not in "iu":
+        raise CodesignError(f"array '{name}' has dtype {arr.dtype}; bundles hold integers only", path=path)
+    if arr.shape != shape:
+        raise CodesignError(f"array '{name}' has shape {arr.shape}, the manifest implies {shape}", path=path)
+    lo, hi = bounds
+    arr = arr.astype(np.int64)
+    if arr.size and (arr.min() < lo or arr.max() > hi):
+        bad = arr[(arr < lo) | (arr > hi)].flat[0]
+        raise CodesignError(f"array '{name}' holds {bad}, outside its allowed range [{lo}, {hi}]", path=path)
+    return arr
+
+
 def check_weights(
     manifest: Manifest, weights: dict[str, np.ndarray], path: Path | None = None
 ) -> dict[str, np.ndarray]:
@@ -146,26 +163,12 @@ def check_weights(
         )
     out: dict[str, np.ndarray] = {}
     for name, (shape, bits) in table.items():
-        arr = np.asarray(weights[name])
-        if arr.dtype.kind not in "iu":
-            raise CodesignError(
-                f"array '{name}' has dtype {arr.dtype}; bundles hold integers only", path=path
-            )
-        if arr.shape != shape:
-            raise CodesignError(
-                f"array '{name}' has shape {arr.shape}, the manifest implies {shape}", path=path
-            )
         lo, hi = signed_range(bits)
         if name.endswith("dcls_delay"):
             lo, hi = 0, manifest.layers[int(name.split(".")[1])].dcls.span - 1
         if name.endswith("su_gate"):  # the selective-update schedule holds gate bits
             lo, hi = 0, 1
-        arr = arr.astype(np.int64)
-        if arr.size and (arr.min() < lo or arr.max() > hi):
-            bad = arr[(arr < lo) | (arr > hi)].flat[0]
-            raise CodesignError(
-                f"array '{name}' holds {bad}, outside its allowed range [{lo}, {hi}]", path=path
-            )
+        arr = checked_array(name, weights[name], shape, (lo, hi), path)
         if name.endswith("_shift"):
             index = int(name.split(".")[1])
             acc = accumulator_bits(manifest, index)
@@ -290,26 +293,10 @@ def check_feature_weights(
             f"weight arrays {sorted(weights)} do not match this manifest's {sorted(table)} (first: {wrong[0]})",
             path=path,
         )
-    out: dict[str, np.ndarray] = {}
-    for name, (shape, bits) in table.items():
-        arr = np.asarray(weights[name])
-        if arr.dtype.kind not in "iu":
-            raise CodesignError(
-                f"array '{name}' has dtype {arr.dtype}; bundles hold integers only", path=path
-            )
-        if arr.shape != shape:
-            raise CodesignError(
-                f"array '{name}' has shape {arr.shape}, the manifest implies {shape}", path=path
-            )
-        lo, hi = array_range(manifest, name, bits)
-        arr = arr.astype(np.int64)
-        if arr.size and (arr.min() < lo or arr.max() > hi):
-            bad = arr[(arr < lo) | (arr > hi)].flat[0]
-            raise CodesignError(
-                f"array '{name}' holds {bad}, outside its allowed range [{lo}, {hi}]", path=path
-            )
-        out[name] = arr
-    return out
+    return {
+        name: checked_array(name, weights[name], shape, array_range(manifest, name, bits), path)
+        for name, (shape, bits) in table.items()
+    }
 
 
 def parse_feature_manifest(data: object, path: Path | None = None) -> FeatureManifest:

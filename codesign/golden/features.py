@@ -15,6 +15,7 @@ import numpy as np
 from codesign.bundle.features import KERNEL_POSITIONS, KERNEL_TAPS, FeatureSpec
 from codesign.bundle.io import FeatureBundle
 from codesign.errors import CodesignError
+from codesign.golden.model import check_integer_inputs
 from codesign.intmath import signed_range
 
 
@@ -89,24 +90,6 @@ class FeatureResult:
     classes: np.ndarray
 
 
-def check_feature_inputs(bundle: FeatureBundle, xq: np.ndarray) -> np.ndarray:
-    """Integer inputs ``(N, T, channels)`` inside the input format, as int64."""
-    fmt = bundle.manifest.input
-    xq = np.asarray(xq)
-    if xq.ndim != 3 or xq.shape[-1] != fmt.size:
-        raise CodesignError(
-            f"integer inputs must have shape (sequences, steps, {fmt.size}); got {tuple(xq.shape)}"
-        )
-    if xq.dtype.kind not in "iu":
-        raise CodesignError(f"integer inputs must have an integer dtype, got {xq.dtype}")
-    lo, hi = signed_range(fmt.bits)
-    if xq.size and (xq.min() < lo or xq.max() > hi):
-        raise CodesignError(f"integer inputs must lie in the {fmt.bits}-bit input format [{lo}, {hi}]")
-    if xq.shape[1] < 1:
-        raise CodesignError("sequences need at least one step")
-    return xq.astype(np.int64)
-
-
 def readout(bundle: FeatureBundle, counts: np.ndarray) -> FeatureResult:
     logits = counts @ bundle.weights["readout.weight"].T + bundle.weights["readout.bias"]
     return FeatureResult(counts, logits, logits.argmax(axis=-1))
@@ -114,11 +97,11 @@ def readout(bundle: FeatureBundle, counts: np.ndarray) -> FeatureResult:
 
 def run_features(bundle: FeatureBundle, xq: np.ndarray) -> FeatureResult:
     """A random-feature network over integer inputs ``(N, T, channels)`` of equal length."""
-    xq = check_feature_inputs(bundle, xq)
+    xq = check_integer_inputs(bundle, xq)  # the input format's rules, as for a recurrent bundle
     return readout(bundle, feature_counts(bundle.manifest.features, bundle.weights, xq))
 
 
 def run_features_ragged(bundle: FeatureBundle, sequences: list[np.ndarray]) -> FeatureResult:
     """:func:`run_features` over sequences of different lengths ``(T_i, channels)``."""
-    checked = [check_feature_inputs(bundle, np.asarray(s)[None])[0] for s in sequences]
+    checked = [check_integer_inputs(bundle, np.asarray(s)[None])[0] for s in sequences]
     return readout(bundle, feature_counts_ragged(bundle.manifest.features, bundle.weights, checked))
