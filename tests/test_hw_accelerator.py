@@ -509,13 +509,14 @@ def test_shared_update_build_records_one_unit(tmp_path: Path) -> None:
         for line in (tmp_path / "b" / "accelerator.v").read_text().splitlines()
         if line.startswith("module ") and ".update" in line
     ]
-    assert modules == ["\\accelerator.layer0.update", "\\accelerator.layer1.update"], modules
+    top = info["top"]  # the bundle's name by default (codesign rtl --name)
+    assert modules == [f"\\{top}.layer0.update", f"\\{top}.layer1.update"], modules
     # the lanes' write-back values are computed once and kept per lane until the next group's
     # turn: the folded state and pooled-sum slices are written from them (no copy), and the last
     # layer's once-per-sequence queue is two registers; on the UP5K no queue has a slice behind it
     verilog = (tmp_path / "b" / "accelerator.v").read_text()
     assert "_wdata_" not in verilog and "pool_shared" in verilog and "pool_3" not in verilog
-    queue = verilog.split("module \\accelerator.layer1.entries")[1].split("endmodule")[0]
+    queue = verilog.split(f"module \\{top}.layer1.entries")[1].split("endmodule")[0]
     assert "skid" in queue and "storage" not in queue and "entry_slice" not in verilog
     # the memories whose reads never meet a write: recorded, and marked for yosys
     marked = {m["name"] for m in info["plan"]["memories"] if m["no_collisions"]}
