@@ -119,7 +119,7 @@ def test_changed_pyproject_reinstalls_and_restamps(box: Sandbox) -> None:
     result = box.run()
     assert result.returncode == 0, result.stderr
     pip = [c for c in box.calls() if "-m pip install" in c]
-    assert len(pip) == 1 and "-e .[sim,fpga,data,explore,analog,plot,docs,dev]" in pip[0], box.calls()
+    assert len(pip) == 1 and "-e .[sim,fpga,formal,data,explore,analog,plot,docs,dev]" in pip[0], box.calls()
     assert " -c " in pip[0], box.calls()
     assert not old.exists() and box.stamp().exists()
     assert not any(c.startswith("apt-get") for c in box.calls())
