@@ -44,7 +44,8 @@ def task_series(task_options: dict[str, Any]) -> dict[str, Any]:
     """The float series of a ``files`` task (each at its own length, as the hardware reads it):
     ``{"train": ([(T_i, m)], labels), "test": (...), "classes": [...], "scaling": mode}``.
 
-    The training and validation splits both train a bank (it selects nothing on validation data).
+    The whole training split fits the bank: no validation carve-out, as a bank selects nothing on
+    validation data.
     """
     import torch
 
