@@ -810,7 +810,7 @@ def rtl(
 ) -> None:
     """Generate the accelerator's Verilog for a bundle (plus a copy of the bundle); with --device,
     the mapper picks the build."""
-    from codesign.hw.build import build_rtl, check_module_name
+    from codesign.hw.build import check_module_name
     from codesign.hw.faces import BUSES
 
     if _is_feature_bundle(bundle):
@@ -867,28 +867,31 @@ def rtl(
             "--objective": objective,
             "--inputs": inputs,
         }
-        named = [flag for flag, v in mapper_only.items() if v is not None] + (
-            ["--confirm"] if confirm else []
-        )
-        if named:
-            raise CodesignError(f"{', '.join(named)} choose among builds for a chip: give --device too")
-        defaults = {
-            "weights": "baked",
-            "counters": "all",
-            "share": "off",
-            "share_updates": "off",
-            "merge": "off",
-        }
-        info = build_rtl(
-            bundle,
-            out,
-            lanes=lanes or 1,
-            target=target or "generic",
-            name=name,
-            bus=bus,
-            **(defaults | given),
-        )
+        info = _rtl_fixed(bundle, out, lanes, target, given, name, bus, mapper_only, confirm)
     _print_build(info, out)
+
+
+def _rtl_fixed(
+    bundle: Path,
+    out: Path,
+    lanes: int | None,
+    target: str | None,
+    given: dict,
+    name: str | None,
+    bus: str,
+    mapper_only: dict,
+    confirm: int,
+) -> dict:
+    """``codesign rtl`` without ``--device``: the build the options name (the mapper's options refused)."""
+    from codesign.hw.build import build_rtl
+
+    named = [flag for flag, v in mapper_only.items() if v is not None] + (["--confirm"] if confirm else [])
+    if named:
+        raise CodesignError(f"{', '.join(named)} choose among builds for a chip: give --device too")
+    defaults = {"weights": "baked", "counters": "all", "share": "off", "share_updates": "off", "merge": "off"}
+    return build_rtl(
+        bundle, out, lanes=lanes or 1, target=target or "generic", name=name, bus=bus, **(defaults | given)
+    )
 
 
 def _mapper_inputs(bundle: Path, inputs: Path) -> list[np.ndarray]:

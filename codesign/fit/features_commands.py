@@ -17,10 +17,15 @@ from rich.console import Console
 
 def register(app: typer.Typer, user_errors) -> None:
     features = typer.Typer(
-        no_args_is_help=True, help="Random-feature networks: fit one bank, score a bundle."
+        no_args_is_help=True, help="Random-feature networks: fit one bank, score it, cost it."
     )
     app.add_typer(features, name="features")
+    _register_fit(features, user_errors)
+    _register_eval(features, user_errors)
+    _register_report(features, user_errors)
 
+
+def _register_fit(features: typer.Typer, user_errors) -> None:
     @features.command("fit")
     @user_errors
     def fit_bank(
@@ -62,6 +67,8 @@ def register(app: typer.Typer, user_errors) -> None:
         if json_out is not None:
             write_text(json_out, json.dumps(result, indent=1, sort_keys=True) + "\n")
 
+
+def _register_eval(features: typer.Typer, user_errors) -> None:
     @features.command("eval")
     @user_errors
     def eval_bundle(
@@ -86,6 +93,8 @@ def register(app: typer.Typer, user_errors) -> None:
         if json_out is not None:
             write_text(json_out, json.dumps(result, indent=1, sort_keys=True) + "\n")
 
+
+def _register_report(features: typer.Typer, user_errors) -> None:
     @features.command("report")
     @user_errors
     def report_bank(
