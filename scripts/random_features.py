@@ -118,8 +118,9 @@ def table(entries: list[str], units: list[int], seeds: list[int], results: dict,
         f"leave-one-out cross-validation, 8-bit readout weights), mean [min; max] over seeds {','.join(map(str, seeds))}. "
         "`float` is the ridge before its readout is quantised. MiniRocket (aeon, 10 000 kernels, ridge) sees the "
         "same inputs, one fit per seed. Memory bits: the bank's arrays, counters, delay line and readout; energy: "
-        "`45 nm per-op proxy` (dynamic only, `codesign/fit/features.py` `bank_cost`), per inference on the mean "
-        "test length.",
+        "`45 nm per-op proxy` (`codesign/fit/features.py` `bank_cost`), per inference on the mean test length: "
+        "dynamic energy of the operations only, so it does not depend on the clock or the step rate and leaves out "
+        "the clock tree, leakage and whatever the chip does between steps.",
         "",
         "| data set | units | golden (%) | float (%) | MiniRocket (%) | golden - MiniRocket | memory bits | nJ / inference (45 nm proxy) |",
         "|---|---|---|---|---|---|---|---|",

@@ -117,7 +117,11 @@ def _register_report(features: typer.Typer, user_errors) -> None:
 
         result = bank_report(bundle, chip, step_rate, clock, steps)
         table = Table(
-            title=f"{bundle}: {result['units']} units, {result['classes']} classes", title_justify="left"
+            title=(
+                f"{bundle}: {result['units']} units, {result['classes']} classes on the {result['chip']} at "
+                f"{result['clock_mhz']:g} MHz, {result['step_rate_hz']:g} frames/s"
+            ),
+            title_justify="left",
         )
         table.add_column("figure")
         table.add_column("value", justify="right")
@@ -136,6 +140,6 @@ BANK_ROWS = {
     "cycles_per_frame": "cycles per frame (codesign.hw.features cycle model)",
     "readout_cycles": "readout cycles, once per sequence",
     "busy_fraction": "busy fraction of the clock at the step rate",
-    "energy_per_frame_nj": "energy per frame, nJ (45 nm per-op proxy, dynamic only)",
-    "energy_per_inference_nj": "energy per inference, nJ (45 nm per-op proxy, dynamic only)",
+    "energy_per_frame_nj": "energy per frame, nJ (45 nm per-op proxy, dynamic only: no clock tree, no leakage, nothing between frames)",
+    "energy_per_inference_nj": "energy per inference, nJ (45 nm per-op proxy, dynamic only, as above)",
 }
